@@ -1,0 +1,26 @@
+//! The pure decision core of safegate.
+//!
+//! Everything here is a function of its inputs: no I/O, no clock, no threads. Time arrives
+//! as [`Observation::now`], so a simulated second and a real one run through the same code
+//! (the simulator, the tower middleware and the live pool all call these functions).
+//!
+//! # Quick example
+//!
+//! The seed's admission gate (threshold θ = 0.7, sensitivity 1) at a queue 85 % full
+//! rejects half of the arrivals:
+//!
+//! ```
+//! use safegate_core::{Observation, Policy, SeedGate};
+//!
+//! let mut gate = SeedGate::new(0.7, 1.0).unwrap();
+//! let obs = Observation::new(12.0, 170.0, 200.0);
+//! let action = gate.decide(&obs);
+//! assert!((action.admit - 0.5).abs() < 1e-12);
+//! assert_eq!(action.concurrency, None);
+//! ```
+
+pub mod gate;
+pub mod policy;
+
+pub use gate::{ConfigError, Open, SeedGate};
+pub use policy::{Action, Observation, Policy};

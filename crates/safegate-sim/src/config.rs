@@ -1,0 +1,105 @@
+//! A resolved, validated simulation: everything a run needs, no defaults left to fill.
+
+use serde::Serialize;
+
+use crate::behaviour::{Retries, ServiceLaw};
+use crate::health::HealthTrack;
+use crate::model::Pool;
+
+/// Everything one run of the model needs. Build it from a [`crate::Scenario`] (which
+/// validates) or by hand (then [`Config::check`] it).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// The executor pool.
+    pub pool: Pool,
+    /// Base traffic λ [req/s].
+    pub traffic: f64,
+    /// Downstream health over time.
+    pub health: HealthTrack,
+    /// Retries (off by default).
+    pub retries: Retries,
+    /// Law of one request's work (stochastic mode).
+    pub service: ServiceLaw,
+    /// Simulated seconds.
+    pub duration: f64,
+    /// Fluid step and stochastic sampling interval [s].
+    pub dt: f64,
+    /// Seed of every random draw.
+    pub seed: u64,
+    /// Queue depth at t = 0.
+    pub initial_queue: f64,
+    /// Queue depth counted as drained (MODEL.md: any of 3–6 gives the same recovery delay).
+    pub drain_level: f64,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            pool: Pool::default(),
+            traffic: 80.0,
+            health: HealthTrack::new(crate::HealthSchedule::Cycle(Default::default())),
+            retries: Retries::Off,
+            service: ServiceLaw::Exponential,
+            duration: 400.0,
+            dt: 0.05,
+            seed: 1,
+            initial_queue: 0.0,
+            drain_level: 6.0,
+        }
+    }
+}
+
+/// A value a run cannot use.
+#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
+#[error("{field} = {value} is out of range: allowed {allowed}")]
+pub struct InvalidConfig {
+    /// The field, as a dotted path (`run.dt`).
+    pub field: String,
+    /// The offending value, as text.
+    pub value: String,
+    /// The allowed range, in words.
+    pub allowed: String,
+}
+
+impl Config {
+    /// Number of fluid steps (`round(duration / dt)`).
+    pub fn steps(&self) -> u64 {
+        (self.duration / self.dt).round() as u64
+    }
+
+    /// Check the ranges a run relies on (a [`crate::Scenario`] does this with file paths).
+    pub fn check(&self) -> Result<(), InvalidConfig> {
+        let bad = |field: &str, value: f64, allowed: &str| {
+            Err(InvalidConfig { field: field.into(), value: value.to_string(), allowed: allowed.into() })
+        };
+        let p = &self.pool;
+        if p.executors == 0 {
+            return bad("model.executors", 0.0, "an integer ≥ 1");
+        }
+        if !(p.comfortable > 0.0 && p.comfortable.is_finite()) {
+            return bad("model.comfortable", p.comfortable, "(0, ∞)");
+        }
+        if !(p.rate > 0.0 && p.rate.is_finite()) {
+            return bad("model.rate", p.rate, "(0, ∞)");
+        }
+        if !(p.capacity >= 1.0 && p.capacity.is_finite()) {
+            return bad("model.capacity", p.capacity, "[1, ∞)");
+        }
+        if !(self.traffic >= 0.0 && self.traffic.is_finite()) {
+            return bad("traffic.rate", self.traffic, "[0, ∞)");
+        }
+        if !(self.duration > 0.0 && self.duration.is_finite()) {
+            return bad("run.duration", self.duration, "(0, ∞)");
+        }
+        if !(self.dt > 0.0 && self.dt <= self.duration) {
+            return bad("run.dt", self.dt, "(0, duration]");
+        }
+        if !(0.0..=p.capacity).contains(&self.initial_queue) {
+            return bad("run.initial_queue", self.initial_queue, "[0, capacity]");
+        }
+        if !(self.drain_level >= 0.0 && self.drain_level.is_finite()) {
+            return bad("run.drain_level", self.drain_level, "[0, ∞)");
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! The fluid (deterministic) mode: forward Euler on the seed's queue equation.
+//!
+//! ```text
+//! dq/dt = λ·a(t) + p(H)·μ·[a(t) if retries go through the gate] − μ(q, H(t))
+//! q     ← clamp(q + dt·dq/dt, 0, cap)        overflow is lost
+//! ```
+//!
+//! with `a(t)` the admitted fraction the policy chooses (`1 − rej(q)` for the seed's gate)
+//! and `μ` the pool's clearing rate (see [`crate::model`]). This reproduces every fluid
+//! number the seed reports (MODEL.md, "How each reported number is measured"). Health and
+//! the policy are read at the start of each step; the queue is sampled after it.
+
+use safegate_core::{Observation, Policy};
+
+use crate::behaviour::RetryPath;
+use crate::config::Config;
+use crate::record::{Outcome, RunOptions, Series, Summary, Tracker};
+
+/// Run the fluid model of `cfg` under `policy`.
+///
+/// # Examples
+///
+/// The seed's recovery delay at λ = 55 after one dip is 9.0 s:
+///
+/// ```
+/// use safegate_core::Open;
+/// use safegate_sim::{run_fluid, Config, DipShape, HealthSchedule, HealthTrack, RunOptions};
+///
+/// let cfg = Config {
+///     traffic: 55.0,
+///     duration: 200.0,
+///     health: HealthTrack::new(HealthSchedule::Dip { shape: DipShape::default(), start: 20.0 }),
+///     ..Config::default()
+/// };
+/// let out = run_fluid(&cfg, &mut Open, RunOptions::default());
+/// let delay = out.summary.recovery_after_dip.unwrap();
+/// assert!((delay - 9.0).abs() < 0.05);
+/// ```
+pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+    let pool = cfg.pool;
+    let cap = pool.capacity;
+    let dt = cfg.dt;
+    let lambda = cfg.traffic;
+    let steps = cfg.steps();
+    let gate_retries = cfg.retries.path() == RetryPath::Gate;
+    let retries_on = cfg.retries.enabled();
+
+    let mut q = cfg.initial_queue;
+    let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end());
+    let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
+        (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
+    let mut limit = u32::MAX;
+
+    let every = opts.record_every.map(|e| e.max(1) as u64);
+    let mut series = every.map(|e| {
+        let n = (steps / e + 1) as usize;
+        let mut s = Series::default();
+        s.t.reserve(n);
+        s.queue.reserve(n);
+        s.health.reserve(n);
+        s.admit_fraction.reserve(n);
+        s
+    });
+    let chunk = if opts.progress.is_some() { (steps / 100).max(1) } else { steps.max(1) };
+
+    let mut k = 0u64;
+    while k < steps {
+        let stop = (k + chunk).min(steps);
+        while k < stop {
+            let t = k as f64 * dt;
+            let h = cfg.health.value(t);
+            let obs = Observation {
+                now: t,
+                queue: q,
+                capacity: cap,
+                in_service: pool.busy_at(q, limit),
+                offered_rate: lambda,
+                health: Some(h),
+                offered,
+                admitted,
+                completed: cleared + retried,
+            };
+            let action = policy.decide(&obs);
+            let a = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
+            limit = action.concurrency.unwrap_or(u32::MAX);
+
+            let n = pool.busy_at(q, limit);
+            let mu = pool.clearing_rate(n, h);
+            let p = if retries_on { cfg.retries.probability(h) } else { 0.0 };
+            let retry_offered = p * mu;
+            let (retry_in, retry_gated) = if gate_retries { (retry_offered * a, retry_offered) } else { (retry_offered, 0.0) };
+
+            let inflow = lambda * a + retry_in;
+            let mut out = mu;
+            let mut next = q + dt * (inflow - mu);
+            if next < 0.0 {
+                // The pool cleared everything there was: outflow is what was available.
+                out = q / dt + inflow;
+                next = 0.0;
+            }
+            let mut lost = 0.0;
+            if next > cap {
+                lost = next - cap;
+                next = cap;
+            }
+            let scale = if mu > 0.0 { out / mu } else { 0.0 };
+            offered += dt * (lambda + retry_gated);
+            admitted += dt * inflow;
+            rejected += dt * (lambda + retry_gated) * (1.0 - a);
+            dropped += lost;
+            cleared += dt * mu * scale * (1.0 - p);
+            retried += dt * mu * scale * p;
+
+            q = next;
+            k += 1;
+            let tk = k as f64 * dt;
+            tracker.integral += q * dt;
+            tracker.sample(tk, q);
+            if let (Some(s), Some(e)) = (series.as_mut(), every) {
+                if k % e == 0 {
+                    s.push(tk, q, h, a);
+                }
+            }
+        }
+        if let Some(cb) = opts.progress.as_mut() {
+            cb(k as f64 / steps as f64);
+        }
+    }
+
+    let duration = steps as f64 * dt;
+    let p = tracker.finish(q, duration, dt);
+    Outcome {
+        summary: Summary {
+            duration,
+            queue_min: p.queue_min,
+            queue_mean: p.queue_mean,
+            queue_max: p.queue_max,
+            queue_final: q,
+            backlog_time: p.backlog_time,
+            offered,
+            admitted,
+            rejected,
+            dropped,
+            cleared,
+            retried,
+            drain_level: p.drain_level,
+            drained: p.drained,
+            drained_at: p.drained_at,
+            dip_end: p.dip_end,
+            recovery_after_dip: p.recovery_after_dip,
+            mean_sojourn: None,
+            events: steps,
+        },
+        series,
+    }
+}

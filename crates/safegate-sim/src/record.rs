@@ -1,0 +1,183 @@
+//! What a run reports: a summary, and optionally a time series.
+
+use serde::Serialize;
+
+/// Totals and extremes of one run. Counts are requests (fractional in the fluid mode).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Summary {
+    /// Simulated seconds.
+    pub duration: f64,
+    /// Smallest queue depth seen (after the first step).
+    pub queue_min: f64,
+    /// Time-averaged queue depth.
+    pub queue_mean: f64,
+    /// Largest queue depth seen.
+    pub queue_max: f64,
+    /// Queue depth at the end.
+    pub queue_final: f64,
+    /// Backlog-time `Σ q·dt` [request·s], the seed's social cost.
+    pub backlog_time: f64,
+    /// Requests offered to the gate (external arrivals plus gated retries).
+    pub offered: f64,
+    /// Requests admitted into the backlog (including direct retries).
+    pub admitted: f64,
+    /// Requests the gate rejected.
+    pub rejected: f64,
+    /// Admitted requests lost because the backlog was full.
+    pub dropped: f64,
+    /// Requests cleared successfully.
+    pub cleared: f64,
+    /// Completions that failed downstream and were retried.
+    pub retried: f64,
+    /// Queue depth counted as "drained".
+    pub drain_level: f64,
+    /// Whether the queue ended at or below `drain_level`.
+    pub drained: bool,
+    /// When the queue fell to `drain_level` for good (`None` if it ended above it).
+    pub drained_at: Option<f64>,
+    /// End of the single health dip, for a `dip` schedule.
+    pub dip_end: Option<f64>,
+    /// Seconds from the dip's end until the queue first fell to `drain_level` (the seed's
+    /// recovery delay); `None` if it never did or there was no dip.
+    pub recovery_after_dip: Option<f64>,
+    /// Mean time in system of cleared requests [s] (stochastic mode only).
+    pub mean_sojourn: Option<f64>,
+    /// Steps (fluid) or random events (stochastic: arrivals and completions) simulated.
+    pub events: u64,
+}
+
+/// One sample per recorded step.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Series {
+    /// Time [s].
+    pub t: Vec<f64>,
+    /// Queue depth.
+    pub queue: Vec<f64>,
+    /// Health `H(t)`.
+    pub health: Vec<f64>,
+    /// Fraction of offered arrivals the policy admitted.
+    pub admit_fraction: Vec<f64>,
+}
+
+impl Series {
+    pub(crate) fn push(&mut self, t: f64, q: f64, h: f64, admit: f64) {
+        self.t.push(t);
+        self.queue.push(q);
+        self.health.push(h);
+        self.admit_fraction.push(admit);
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    /// Whether there are no samples.
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+}
+
+/// A finished run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Totals and extremes.
+    pub summary: Summary,
+    /// The recorded series, if recording was asked for.
+    pub series: Option<Series>,
+}
+
+/// How much to record, and whom to tell about progress.
+#[derive(Default)]
+pub struct RunOptions<'a> {
+    /// Record every `n`-th step (`None`: no series, the fastest).
+    pub record_every: Option<usize>,
+    /// Called with the fraction done, about a hundred times per run.
+    pub progress: Option<&'a mut dyn FnMut(f64)>,
+}
+
+impl std::fmt::Debug for RunOptions<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunOptions")
+            .field("record_every", &self.record_every)
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+/// Running extremes, integral and drain bookkeeping shared by both modes.
+#[derive(Debug)]
+pub(crate) struct Tracker {
+    pub(crate) min: f64,
+    pub(crate) max: f64,
+    pub(crate) integral: f64,
+    drain_level: f64,
+    dip_end: Option<f64>,
+    /// Last time the queue was seen above the drain level.
+    last_above: Option<f64>,
+    /// First time after the dip's end the queue was seen at or below the level.
+    recovered_at: Option<f64>,
+}
+
+impl Tracker {
+    pub(crate) fn new(drain_level: f64, dip_end: Option<f64>) -> Self {
+        Self {
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            integral: 0.0,
+            drain_level,
+            dip_end,
+            last_above: None,
+            recovered_at: None,
+        }
+    }
+
+    /// The queue is `q` at time `t` (a sample point; the integral is kept by the caller).
+    #[inline]
+    pub(crate) fn sample(&mut self, t: f64, q: f64) {
+        self.min = self.min.min(q);
+        self.max = self.max.max(q);
+        if q > self.drain_level {
+            self.last_above = Some(t);
+        } else if self.recovered_at.is_none() {
+            if let Some(end) = self.dip_end {
+                if t > end {
+                    self.recovered_at = Some(t);
+                }
+            }
+        }
+    }
+
+    /// `resolution`: the time between samples, so "drained at" is the first sample after the
+    /// last one above the level (fluid), or the crossing time itself (stochastic: 0).
+    pub(crate) fn finish(self, q_final: f64, duration: f64, resolution: f64) -> PartialSummary {
+        let drained = q_final <= self.drain_level;
+        let drained_at = if drained { Some(self.last_above.map_or(0.0, |t| t + resolution)) } else { None };
+        PartialSummary {
+            queue_min: self.min,
+            queue_max: self.max,
+            queue_mean: self.integral / duration,
+            backlog_time: self.integral,
+            drain_level: self.drain_level,
+            drained,
+            drained_at,
+            dip_end: self.dip_end,
+            recovery_after_dip: match (self.recovered_at, self.dip_end) {
+                (Some(t), Some(end)) => Some(t - end),
+                _ => None,
+            },
+        }
+    }
+}
+
+pub(crate) struct PartialSummary {
+    pub(crate) queue_min: f64,
+    pub(crate) queue_max: f64,
+    pub(crate) queue_mean: f64,
+    pub(crate) backlog_time: f64,
+    pub(crate) drain_level: f64,
+    pub(crate) drained: bool,
+    pub(crate) drained_at: Option<f64>,
+    pub(crate) dip_end: Option<f64>,
+    pub(crate) recovery_after_dip: Option<f64>,
+}
