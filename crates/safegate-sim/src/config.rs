@@ -30,6 +30,8 @@ pub struct Config {
     pub initial_queue: f64,
     /// Queue depth counted as drained (MODEL.md: any of 3–6 gives the same recovery delay).
     pub drain_level: f64,
+    /// Start of the settled window whose queue range the summary reports [s].
+    pub warmup: f64,
 }
 
 impl Default for Config {
@@ -45,6 +47,7 @@ impl Default for Config {
             seed: 1,
             initial_queue: 0.0,
             drain_level: 6.0,
+            warmup: 0.0,
         }
     }
 }
@@ -96,6 +99,9 @@ impl Config {
         }
         if !(0.0..=p.capacity).contains(&self.initial_queue) {
             return bad("run.initial_queue", self.initial_queue, "[0, capacity]");
+        }
+        if !(self.warmup >= 0.0 && self.warmup <= self.duration) {
+            return bad("run.warmup", self.warmup, "[0, duration]");
         }
         if !(self.drain_level >= 0.0 && self.drain_level.is_finite()) {
             return bad("run.drain_level", self.drain_level, "[0, ∞)");

@@ -46,7 +46,7 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
     let retries_on = cfg.retries.enabled();
 
     let mut q = cfg.initial_queue;
-    let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end());
+    let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
     let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let mut limit = u32::MAX;
@@ -134,6 +134,9 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
             duration,
             queue_min: p.queue_min,
             queue_mean: p.queue_mean,
+            warmup: p.warmup,
+            settled_min: p.settled_min,
+            settled_max: p.settled_max,
             queue_max: p.queue_max,
             queue_final: q,
             backlog_time: p.backlog_time,

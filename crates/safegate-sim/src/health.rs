@@ -223,6 +223,14 @@ impl HealthTrack {
         Self { schedule, noise: None }
     }
 
+    /// The period of a repeating schedule.
+    pub fn schedule_period(&self) -> Option<f64> {
+        match &self.schedule {
+            HealthSchedule::Cycle(s) => Some(s.period()),
+            _ => None,
+        }
+    }
+
     /// `H(t)`.
     #[inline]
     pub fn value(&self, t: f64) -> f64 {

@@ -11,6 +11,12 @@ pub struct Summary {
     pub queue_min: f64,
     /// Time-averaged queue depth.
     pub queue_mean: f64,
+    /// Start of the settled window [s] (`run.warmup`).
+    pub warmup: f64,
+    /// Smallest queue depth at or after the warm-up (the seed's band floor).
+    pub settled_min: f64,
+    /// Largest queue depth at or after the warm-up (the seed's band top).
+    pub settled_max: f64,
     /// Largest queue depth seen.
     pub queue_max: f64,
     /// Queue depth at the end.
@@ -111,6 +117,9 @@ pub(crate) struct Tracker {
     pub(crate) min: f64,
     pub(crate) max: f64,
     pub(crate) integral: f64,
+    warmup: f64,
+    settled_min: f64,
+    settled_max: f64,
     drain_level: f64,
     dip_end: Option<f64>,
     /// Last time the queue was seen above the drain level.
@@ -120,11 +129,14 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn new(drain_level: f64, dip_end: Option<f64>) -> Self {
+    pub(crate) fn new(drain_level: f64, dip_end: Option<f64>, warmup: f64) -> Self {
         Self {
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
             integral: 0.0,
+            warmup,
+            settled_min: f64::INFINITY,
+            settled_max: f64::NEG_INFINITY,
             drain_level,
             dip_end,
             last_above: None,
@@ -137,6 +149,10 @@ impl Tracker {
     pub(crate) fn sample(&mut self, t: f64, q: f64) {
         self.min = self.min.min(q);
         self.max = self.max.max(q);
+        if t >= self.warmup - 1e-9 {
+            self.settled_min = self.settled_min.min(q);
+            self.settled_max = self.settled_max.max(q);
+        }
         if q > self.drain_level {
             self.last_above = Some(t);
         } else if self.recovered_at.is_none() {
@@ -157,6 +173,9 @@ impl Tracker {
             queue_min: self.min,
             queue_max: self.max,
             queue_mean: self.integral / duration,
+            warmup: self.warmup,
+            settled_min: self.settled_min,
+            settled_max: self.settled_max,
             backlog_time: self.integral,
             drain_level: self.drain_level,
             drained,
@@ -174,6 +193,9 @@ pub(crate) struct PartialSummary {
     pub(crate) queue_min: f64,
     pub(crate) queue_max: f64,
     pub(crate) queue_mean: f64,
+    pub(crate) warmup: f64,
+    pub(crate) settled_min: f64,
+    pub(crate) settled_max: f64,
     pub(crate) backlog_time: f64,
     pub(crate) drain_level: f64,
     pub(crate) drained: bool,

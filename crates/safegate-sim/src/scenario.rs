@@ -240,11 +240,13 @@ pub struct RunSection {
     pub initial_queue: f64,
     /// Depth counted as drained (6).
     pub drain_level: f64,
+    /// Start of the settled window for the summary's queue range [s] (0).
+    pub warmup: f64,
 }
 
 impl Default for RunSection {
     fn default() -> Self {
-        Self { duration: 400.0, dt: 0.05, mode: Mode::Fluid, seed: 1, initial_queue: 0.0, drain_level: 6.0 }
+        Self { duration: 400.0, dt: 0.05, mode: Mode::Fluid, seed: 1, initial_queue: 0.0, drain_level: 6.0, warmup: 0.0 }
     }
 }
 
@@ -319,13 +321,36 @@ impl Scenario {
     /// Parse a scenario from TOML text; `origin` names it in errors. Values are not yet
     /// range-checked: [`Scenario::config`] does that.
     pub fn from_toml(text: &str, origin: &str) -> Result<Self, ScenarioError> {
-        toml::from_str(text).map_err(|e| ScenarioError::Parse { origin: origin.to_string(), message: e.to_string().trim().replace('\n', " ") })
+        Self::from_toml_with(text, origin, &[])
     }
 
-    /// Read and parse a scenario file.
-    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+    /// Parse a scenario from TOML text, then apply `key.path = value` overrides (values in
+    /// TOML syntax; a bare word is taken as a string). Overrides go through the same parser,
+    /// so an unknown key or a wrong type fails the same way as in a file.
+    pub fn from_toml_with(text: &str, origin: &str, overrides: &[(String, String)]) -> Result<Self, ScenarioError> {
+        let parse_err = |message: String| ScenarioError::Parse { origin: origin.to_string(), message };
+        let mut root: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
+        for (path, raw) in overrides {
+            let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+                Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.clone())),
+                Err(_) => toml::Value::String(raw.clone()),
+            };
+            let mut keys: Vec<&str> = path.split('.').collect();
+            let last = keys.pop().filter(|k| !k.is_empty()).ok_or_else(|| parse_err(format!("override `{path}`: empty key")))?;
+            let mut table = &mut root;
+            for k in keys {
+                let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+                table = entry.as_table_mut().ok_or_else(|| parse_err(format!("override `{path}`: `{k}` is not a table")))?;
+            }
+            table.insert(last.to_string(), value);
+        }
+        Scenario::deserialize(toml::Value::Table(root)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
+    }
+
+    /// Read and parse a scenario file, with overrides (see [`Scenario::from_toml_with`]).
+    pub fn load_with(path: &Path, overrides: &[(String, String)]) -> Result<Self, ScenarioError> {
         let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
-        let mut s = Self::from_toml(&text, &path.display().to_string())?;
+        let mut s = Self::from_toml_with(&text, &path.display().to_string(), overrides)?;
         // Trace files are relative to the scenario file.
         if let (Some(file), Some(dir)) = (s.health.file.as_mut(), path.parent()) {
             if file.is_relative() {
@@ -333,6 +358,11 @@ impl Scenario {
             }
         }
         Ok(s)
+    }
+
+    /// Read and parse a scenario file.
+    pub fn load(path: &Path) -> Result<Self, ScenarioError> {
+        Self::load_with(path, &[])
     }
 
     /// Check every value and build the runtime [`Config`]. `origin` names the scenario in
@@ -433,6 +463,9 @@ impl Scenario {
             return Err(invalid("run.initial_queue", &run.initial_queue, &format!("[0, model.capacity = {}]", m.capacity)));
         }
         nonneg("run.drain_level", run.drain_level)?;
+        if !(run.warmup >= 0.0 && run.warmup <= run.duration) {
+            return Err(invalid("run.warmup", &run.warmup, &format!("[0, run.duration = {}]", run.duration)));
+        }
 
         Ok(Config {
             pool: Pool { executors: m.executors, comfortable: m.comfortable, rate: m.rate, capacity: m.capacity as f64, busy: m.busy },
@@ -445,6 +478,7 @@ impl Scenario {
             seed: run.seed,
             initial_queue: run.initial_queue,
             drain_level: run.drain_level,
+            warmup: run.warmup,
         })
     }
 
@@ -539,8 +573,23 @@ mod tests {
     }
 
     #[test]
+    fn overrides_set_nested_keys_and_fail_like_files() {
+        let ov = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        let s = Scenario::from_toml_with("[traffic]\nrate = 55", "t", &ov("traffic.rate", "74.5")).unwrap();
+        assert_eq!(s.traffic.rate, 74.5);
+        let s = Scenario::from_toml_with("", "t", &ov("health.kind", "dip")).unwrap();
+        assert_eq!(s.health.kind, HealthKind::Dip);
+        let e = Scenario::from_toml_with("", "t", &ov("gate.treshold", "0.5")).unwrap_err().to_string();
+        assert!(e.contains("treshold"), "{e}");
+        let e = Scenario::from_toml_with("", "t", &ov("run.seed", "-3")).unwrap_err().to_string();
+        assert!(e.contains("seed") || e.contains("-3"), "{e}");
+    }
+
+    #[test]
     fn wrong_types_fail_with_the_key() {
         let e = Scenario::from_toml("[model]\nexecutors = \"eight\"", "t").unwrap_err().to_string();
-        assert!(e.contains("executors"), "{e}");
+        assert!(e.contains("model.executors"), "{e}");
+        let e = Scenario::from_toml("[model]\nexecutors = -1", "t").unwrap_err().to_string();
+        assert!(e.contains("model.executors") && e.contains("-1"), "{e}");
     }
 }

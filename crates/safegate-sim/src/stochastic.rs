@@ -123,7 +123,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sojourn_sum = 0.0f64;
     let mut events = 0u64;
-    let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end());
+    let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
 
     // Pending deterministic and random event times, with the sequence of their scheduling.
     let draw_gap = |rng: &mut Xoshiro256PlusPlus| -> f64 {
@@ -314,6 +314,9 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
             duration: end,
             queue_min: p.queue_min,
             queue_mean: p.queue_mean,
+            warmup: p.warmup,
+            settled_min: p.settled_min,
+            settled_max: p.settled_max,
             queue_max: p.queue_max,
             queue_final: q_final,
             backlog_time: p.backlog_time,

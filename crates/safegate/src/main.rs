@@ -1,1 +1,49 @@
-fn main() {}
+//! `safegate`: admission control whose safety is a reviewable boundary.
+//!
+//! The binary is a thin shell over `safegate-core` (decisions) and `safegate-sim` (the
+//! seed's model): it parses flags into a validated scenario, runs it and prints the result
+//! as a table, JSON or an SVG chart.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod chart;
+mod progress;
+mod run_cmd;
+
+/// Admission control whose safety is a reviewable boundary.
+///
+/// With no command, runs the seed's headline scenario (λ = 80 on the health cycle) with
+/// the gate off and on, side by side, and writes a chart (`safegate run`).
+#[derive(Debug, Parser)]
+#[command(name = "safegate", version, about, long_about = None, propagate_version = true, args_conflicts_with_subcommands = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Without a command, the flags of `run`.
+    #[command(flatten)]
+    run: run_cmd::RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run a scenario of the seed's executor-pool model (default: the embedded λ = 80 band).
+    Run(run_cmd::RunArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Run(args)) => run_cmd::run(&args),
+        // No command: `safegate run` with the flags given.
+        None => run_cmd::run(&cli.run),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("error: {err:#}");
+            ExitCode::from(2)
+        }
+    }
+}

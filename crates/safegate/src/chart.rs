@@ -1,0 +1,195 @@
+//! Small dependency-free SVG line charts: stacked panels sharing one time axis.
+
+use std::fmt::Write as _;
+
+/// One line in a panel.
+#[derive(Debug, Clone)]
+pub(crate) struct Line {
+    pub(crate) name: String,
+    pub(crate) color: &'static str,
+    pub(crate) x: Vec<f64>,
+    pub(crate) y: Vec<f64>,
+    pub(crate) dashed: bool,
+}
+
+/// A horizontal reference line with a label.
+#[derive(Debug, Clone)]
+pub(crate) struct Rule {
+    pub(crate) y: f64,
+    pub(crate) label: String,
+}
+
+/// One panel: a y-range, lines and reference rules.
+#[derive(Debug, Clone)]
+pub(crate) struct Panel {
+    pub(crate) label: String,
+    pub(crate) y_min: f64,
+    pub(crate) y_max: f64,
+    pub(crate) lines: Vec<Line>,
+    pub(crate) rules: Vec<Rule>,
+}
+
+/// Colours that read on white and for most colour-blind readers (Okabe–Ito).
+pub(crate) const PALETTE: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
+
+const WIDTH: f64 = 900.0;
+const PANEL_H: f64 = 170.0;
+const LEFT: f64 = 70.0;
+const RIGHT: f64 = 20.0;
+const TOP: f64 = 66.0;
+const GAP: f64 = 34.0;
+const MAX_POINTS: usize = 1600;
+
+/// Keep the envelope of a long series: per bucket, its first, min and max points.
+pub(crate) fn decimate(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
+    let n = x.len().min(y.len());
+    if n <= MAX_POINTS {
+        return x.iter().zip(y).map(|(a, b)| (*a, *b)).collect();
+    }
+    let buckets = MAX_POINTS / 3;
+    let mut out = Vec::with_capacity(MAX_POINTS + 3);
+    for b in 0..buckets {
+        let (lo, hi) = (b * n / buckets, ((b + 1) * n / buckets).min(n));
+        if lo >= hi {
+            continue;
+        }
+        let (mut imin, mut imax) = (lo, lo);
+        for i in lo..hi {
+            if y[i] < y[imin] {
+                imin = i;
+            }
+            if y[i] > y[imax] {
+                imax = i;
+            }
+        }
+        let mut idx = [lo, imin, imax];
+        idx.sort_unstable();
+        for i in idx {
+            if out.last() != Some(&(x[i], y[i])) {
+                out.push((x[i], y[i]));
+            }
+        }
+    }
+    out.push((x[n - 1], y[n - 1]));
+    out
+}
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+fn nice_step(span: f64, ticks: f64) -> f64 {
+    let raw = (span / ticks).max(f64::MIN_POSITIVE);
+    let mag = 10f64.powf(raw.log10().floor());
+    let f = raw / mag;
+    mag * if f < 1.5 {
+        1.0
+    } else if f < 3.5 {
+        2.0
+    } else if f < 7.5 {
+        5.0
+    } else {
+        10.0
+    }
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v.abs() >= 1000.0 || v == v.trunc() {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.2}");
+        s.trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Render stacked panels over a common x-range `[x0, x1]` as an SVG document.
+pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f64, panels: &[Panel]) -> String {
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let height = TOP + panels.len() as f64 * (PANEL_H + GAP) + 30.0;
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">
+<rect width="100%" height="100%" fill="white"/>
+<text x="{LEFT}" y="20" font-size="15" font-weight="bold">{}</text>
+<text x="{LEFT}" y="38" fill="#555">{}</text>
+"##,
+        esc(title),
+        esc(subtitle)
+    );
+    let xspan = (x1 - x0).max(f64::MIN_POSITIVE);
+    let px = |x: f64| LEFT + (x - x0) / xspan * plot_w;
+    for (pi, p) in panels.iter().enumerate() {
+        let top = TOP + pi as f64 * (PANEL_H + GAP);
+        let yspan = (p.y_max - p.y_min).max(f64::MIN_POSITIVE);
+        let py = |y: f64| top + PANEL_H - (y.clamp(p.y_min, p.y_max) - p.y_min) / yspan * PANEL_H;
+        let _ = writeln!(s, r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#999"/>"##);
+        let _ = writeln!(s, r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#, top + PANEL_H / 2.0, top + PANEL_H / 2.0, esc(&p.label));
+        let ystep = nice_step(yspan, 4.0);
+        let mut v = (p.y_min / ystep).ceil() * ystep;
+        while v <= p.y_max + 1e-9 {
+            let y = py(v);
+            let _ = writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##, LEFT + plot_w, LEFT - 6.0, y + 4.0, fmt_tick(v));
+            v += ystep;
+        }
+        let xstep = nice_step(xspan, 8.0);
+        let mut v = (x0 / xstep).ceil() * xstep;
+        while v <= x1 + 1e-9 {
+            let x = px(v);
+            let _ = writeln!(s, r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{}" stroke="#f3f3f3"/>"##, top + PANEL_H);
+            if pi + 1 == panels.len() {
+                let _ = writeln!(s, r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, top + PANEL_H + 16.0, fmt_tick(v));
+            }
+            v += xstep;
+        }
+        for r in &p.rules {
+            let y = py(r.y);
+            let _ = writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#444" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" fill="#444" text-anchor="end">{}</text>"##, LEFT + plot_w, LEFT + plot_w - 4.0, y - 4.0, esc(&r.label));
+        }
+        for l in &p.lines {
+            let pts = decimate(&l.x, &l.y);
+            let mut d = String::with_capacity(pts.len() * 14);
+            for (i, (x, y)) in pts.iter().enumerate() {
+                let _ = write!(d, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, px(*x), py(*y));
+            }
+            let dash = if l.dashed { r#" stroke-dasharray="4 3""# } else { "" };
+            let _ = writeln!(s, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.4"{dash}><title>{}</title></path>"#, l.color, esc(&l.name));
+        }
+        // Legend, top-right of the panel.
+        let mut lx = LEFT + plot_w - 10.0;
+        for l in p.lines.iter().rev() {
+            let w = 30.0 + 7.0 * l.name.chars().count() as f64;
+            lx -= w;
+            let _ = writeln!(s, r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#, top - 8.0, lx + 20.0, top - 8.0, l.color, lx + 24.0, top - 4.0, esc(&l.name));
+        }
+    }
+    let _ = writeln!(s, r#"<text x="{}" y="{:.1}" text-anchor="middle">{}</text>"#, LEFT + plot_w / 2.0, height - 6.0, esc(x_label));
+    s.push_str("</svg>\n");
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decimation_keeps_extremes_and_ends() {
+        let x: Vec<f64> = (0..100_000).map(|i| i as f64).collect();
+        let mut y = vec![0.0; 100_000];
+        y[54_321] = 9.0;
+        y[77_777] = -3.0;
+        let d = decimate(&x, &y);
+        assert!(d.len() <= MAX_POINTS + 3);
+        assert!(d.contains(&(54_321.0, 9.0)) && d.contains(&(77_777.0, -3.0)));
+        assert_eq!(d.first(), Some(&(0.0, 0.0)));
+        assert_eq!(d.last(), Some(&(99_999.0, 0.0)));
+    }
+
+    #[test]
+    fn renders_valid_looking_svg() {
+        let panel = Panel { label: "q".into(), y_min: 0.0, y_max: 200.0, lines: vec![Line { name: "a<b".into(), color: PALETTE[0], x: vec![0.0, 1.0], y: vec![0.0, 100.0], dashed: false }], rules: vec![Rule { y: 140.0, label: "θ·cap".into() }] };
+        let svg = render("t", "s", "x", 0.0, 1.0, &[panel]);
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        assert!(svg.contains("a&lt;b") && svg.contains("<path d=\"M"));
+    }
+}
