@@ -1,6 +1,7 @@
 //! Simulator throughput: fluid steps per second and stochastic events per second, one core.
 //!
 //! `cargo bench -p safegate-sim --bench sim`. Figures go in BENCHMARKS.md.
+#![allow(missing_docs)] // criterion_group! generates undocumented items
 
 use criterion::{black_box, criterion_group, criterion_main, Criterion, Throughput};
 use safegate_core::{Open, SeedGate};
@@ -13,9 +14,15 @@ fn fluid(c: &mut Criterion) {
     g.throughput(Throughput::Elements(cfg.steps()));
     g.sample_size(20);
     g.bench_function("band-80 gate on, steps", |b| {
-        b.iter(|| run_fluid(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).summary.backlog_time)
+        b.iter(|| {
+            run_fluid(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default())
+                .summary
+                .backlog_time
+        })
     });
-    g.bench_function("band-80 gate off, steps", |b| b.iter(|| run_fluid(black_box(&cfg), &mut Open, RunOptions::default()).summary.backlog_time));
+    g.bench_function("band-80 gate off, steps", |b| {
+        b.iter(|| run_fluid(black_box(&cfg), &mut Open, RunOptions::default()).summary.backlog_time)
+    });
     g.finish();
 }
 
@@ -27,7 +34,9 @@ fn stochastic(c: &mut Criterion) {
     g.throughput(Throughput::Elements(events));
     g.sample_size(10);
     g.bench_function("band-80 gate on, events", |b| {
-        b.iter(|| run_stochastic(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).summary.events)
+        b.iter(|| {
+            run_stochastic(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).summary.events
+        })
     });
     g.finish();
 }

@@ -100,8 +100,8 @@ impl Config {
         if !(0.0..=p.capacity).contains(&self.initial_queue) {
             return bad("run.initial_queue", self.initial_queue, "[0, capacity]");
         }
-        if !(self.warmup >= 0.0 && self.warmup <= self.duration) {
-            return bad("run.warmup", self.warmup, "[0, duration]");
+        if !(self.warmup >= 0.0 && self.warmup.is_finite()) {
+            return bad("run.warmup", self.warmup, "[0, ∞)");
         }
         if !(self.drain_level >= 0.0 && self.drain_level.is_finite()) {
             return bad("run.drain_level", self.drain_level, "[0, ∞)");

@@ -88,7 +88,8 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
             let mu = pool.clearing_rate(n, h);
             let p = if retries_on { cfg.retries.probability(h) } else { 0.0 };
             let retry_offered = p * mu;
-            let (retry_in, retry_gated) = if gate_retries { (retry_offered * a, retry_offered) } else { (retry_offered, 0.0) };
+            let (retry_in, retry_gated) =
+                if gate_retries { (retry_offered * a, retry_offered) } else { (retry_offered, 0.0) };
 
             let inflow = lambda * a + retry_in;
             let mut out = mu;

@@ -98,9 +98,13 @@ impl Pool {
 
     /// The peak of the throughput curve over whole `n ≤ P` at `H = 1` (`C·s` when `P ≥ C`).
     pub fn peak_rate(&self) -> (u32, f64) {
-        (1..=self.executors)
-            .map(|n| (n, self.clearing_rate(n as f64, 1.0)))
-            .fold((0, 0.0), |best, x| if x.1 > best.1 { x } else { best })
+        (1..=self.executors).map(|n| (n, self.clearing_rate(n as f64, 1.0))).fold((0, 0.0), |best, x| {
+            if x.1 > best.1 {
+                x
+            } else {
+                best
+            }
+        })
     }
 }
 

@@ -13,10 +13,11 @@ pub struct Summary {
     pub queue_mean: f64,
     /// Start of the settled window [s] (`run.warmup`).
     pub warmup: f64,
-    /// Smallest queue depth at or after the warm-up (the seed's band floor).
-    pub settled_min: f64,
+    /// Smallest queue depth at or after the warm-up (the seed's band floor); `None` if the
+    /// run ended before the warm-up.
+    pub settled_min: Option<f64>,
     /// Largest queue depth at or after the warm-up (the seed's band top).
-    pub settled_max: f64,
+    pub settled_max: Option<f64>,
     /// Largest queue depth seen.
     pub queue_max: f64,
     /// Queue depth at the end.
@@ -174,8 +175,8 @@ impl Tracker {
             queue_max: self.max,
             queue_mean: self.integral / duration,
             warmup: self.warmup,
-            settled_min: self.settled_min,
-            settled_max: self.settled_max,
+            settled_min: self.settled_min.is_finite().then_some(self.settled_min),
+            settled_max: self.settled_max.is_finite().then_some(self.settled_max),
             backlog_time: self.integral,
             drain_level: self.drain_level,
             drained,
@@ -194,8 +195,8 @@ pub(crate) struct PartialSummary {
     pub(crate) queue_max: f64,
     pub(crate) queue_mean: f64,
     pub(crate) warmup: f64,
-    pub(crate) settled_min: f64,
-    pub(crate) settled_max: f64,
+    pub(crate) settled_min: Option<f64>,
+    pub(crate) settled_max: Option<f64>,
     pub(crate) backlog_time: f64,
     pub(crate) drain_level: f64,
     pub(crate) drained: bool,

@@ -29,7 +29,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::behaviour::{RetryPath, Retries, ServiceLaw};
+use crate::behaviour::{Retries, RetryPath, ServiceLaw};
 use crate::config::Config;
 use crate::health::{DipShape, HealthNoise, HealthSchedule, HealthTrack};
 use crate::model::{Busy, Pool};
@@ -246,7 +246,15 @@ pub struct RunSection {
 
 impl Default for RunSection {
     fn default() -> Self {
-        Self { duration: 400.0, dt: 0.05, mode: Mode::Fluid, seed: 1, initial_queue: 0.0, drain_level: 6.0, warmup: 0.0 }
+        Self {
+            duration: 400.0,
+            dt: 0.05,
+            mode: Mode::Fluid,
+            seed: 1,
+            initial_queue: 0.0,
+            drain_level: 6.0,
+            warmup: 0.0,
+        }
     }
 }
 
@@ -329,18 +337,24 @@ impl Scenario {
     /// so an unknown key or a wrong type fails the same way as in a file.
     pub fn from_toml_with(text: &str, origin: &str, overrides: &[(String, String)]) -> Result<Self, ScenarioError> {
         let parse_err = |message: String| ScenarioError::Parse { origin: origin.to_string(), message };
-        let mut root: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
+        let mut root: toml::Table =
+            toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
         for (path, raw) in overrides {
             let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
                 Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.clone())),
                 Err(_) => toml::Value::String(raw.clone()),
             };
             let mut keys: Vec<&str> = path.split('.').collect();
-            let last = keys.pop().filter(|k| !k.is_empty()).ok_or_else(|| parse_err(format!("override `{path}`: empty key")))?;
+            let last = keys
+                .pop()
+                .filter(|k| !k.is_empty())
+                .ok_or_else(|| parse_err(format!("override `{path}`: empty key")))?;
             let mut table = &mut root;
             for k in keys {
                 let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-                table = entry.as_table_mut().ok_or_else(|| parse_err(format!("override `{path}`: `{k}` is not a table")))?;
+                table = entry
+                    .as_table_mut()
+                    .ok_or_else(|| parse_err(format!("override `{path}`: `{k}` is not a table")))?;
             }
             table.insert(last.to_string(), value);
         }
@@ -349,7 +363,8 @@ impl Scenario {
 
     /// Read and parse a scenario file, with overrides (see [`Scenario::from_toml_with`]).
     pub fn load_with(path: &Path, overrides: &[(String, String)]) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
         let mut s = Self::from_toml_with(&text, &path.display().to_string(), overrides)?;
         // Trace files are relative to the scenario file.
         if let (Some(file), Some(dir)) = (s.health.file.as_mut(), path.parent()) {
@@ -374,9 +389,12 @@ impl Scenario {
             value: value.to_string(),
             allowed: allowed.to_string(),
         };
-        let pos = |field: &str, v: f64| if v > 0.0 && v.is_finite() { Ok(()) } else { Err(invalid(field, &v, "(0, ∞)")) };
-        let nonneg = |field: &str, v: f64| if v >= 0.0 && v.is_finite() { Ok(()) } else { Err(invalid(field, &v, "[0, ∞)")) };
-        let unit = |field: &str, v: f64| if (0.0..=1.0).contains(&v) { Ok(()) } else { Err(invalid(field, &v, "[0, 1]")) };
+        let pos =
+            |field: &str, v: f64| if v > 0.0 && v.is_finite() { Ok(()) } else { Err(invalid(field, &v, "(0, ∞)")) };
+        let nonneg =
+            |field: &str, v: f64| if v >= 0.0 && v.is_finite() { Ok(()) } else { Err(invalid(field, &v, "[0, ∞)")) };
+        let unit =
+            |field: &str, v: f64| if (0.0..=1.0).contains(&v) { Ok(()) } else { Err(invalid(field, &v, "[0, 1]")) };
 
         let m = &self.model;
         if !(1..=1_000_000).contains(&m.executors) {
@@ -407,17 +425,31 @@ impl Scenario {
             return Err(invalid("health.noise", &h.noise, "[0, 10]"));
         }
         pos("health.noise_period", h.noise_period)?;
-        let shape = DipShape { high: h.high, low: h.low, hold_high: h.hold_high, ramp_down: h.ramp_down, hold_low: h.hold_low, ramp_up: h.ramp_up };
+        let shape = DipShape {
+            high: h.high,
+            low: h.low,
+            hold_high: h.hold_high,
+            ramp_down: h.ramp_down,
+            hold_low: h.hold_low,
+            ramp_up: h.ramp_up,
+        };
         let schedule = match h.kind {
             HealthKind::Constant => HealthSchedule::Constant { level: h.high },
             HealthKind::Cycle => HealthSchedule::Cycle(shape),
             HealthKind::Dip => HealthSchedule::Dip { shape, start: h.start },
             HealthKind::Trace => {
-                let file = h.file.as_ref().ok_or_else(|| invalid("health.file", &"(missing)", "a CSV path when health.kind = \"trace\""))?;
+                let file = h
+                    .file
+                    .as_ref()
+                    .ok_or_else(|| invalid("health.file", &"(missing)", "a CSV path when health.kind = \"trace\""))?;
                 HealthSchedule::Trace { points: load_trace(file)? }
             }
         };
-        let noise = (h.noise > 0.0).then_some(HealthNoise { sigma: h.noise, period: h.noise_period, seed: self.run.seed ^ 0x5EED_4EA1_7400_0000 });
+        let noise = (h.noise > 0.0).then_some(HealthNoise {
+            sigma: h.noise,
+            period: h.noise_period,
+            seed: self.run.seed ^ 0x5EED_4EA1_7400_0000,
+        });
 
         let r = &self.retries;
         unit("retries.probability", r.probability)?;
@@ -425,7 +457,11 @@ impl Scenario {
             RetryKind::Off => Retries::Off,
             RetryKind::Constant => {
                 if r.probability >= 1.0 {
-                    return Err(invalid("retries.probability", &r.probability, "[0, 1) for a constant rule (1 never clears)"));
+                    return Err(invalid(
+                        "retries.probability",
+                        &r.probability,
+                        "[0, 1) for a constant rule (1 never clears)",
+                    ));
                 }
                 Retries::Constant { probability: r.probability, path: r.path }
             }
@@ -460,15 +496,23 @@ impl Scenario {
             return Err(invalid("run.dt", &run.dt, "at least run.duration / 1e11 (too many steps)"));
         }
         if !(run.initial_queue >= 0.0 && run.initial_queue <= m.capacity as f64) {
-            return Err(invalid("run.initial_queue", &run.initial_queue, &format!("[0, model.capacity = {}]", m.capacity)));
+            return Err(invalid(
+                "run.initial_queue",
+                &run.initial_queue,
+                &format!("[0, model.capacity = {}]", m.capacity),
+            ));
         }
         nonneg("run.drain_level", run.drain_level)?;
-        if !(run.warmup >= 0.0 && run.warmup <= run.duration) {
-            return Err(invalid("run.warmup", &run.warmup, &format!("[0, run.duration = {}]", run.duration)));
-        }
+        nonneg("run.warmup", run.warmup)?;
 
         Ok(Config {
-            pool: Pool { executors: m.executors, comfortable: m.comfortable, rate: m.rate, capacity: m.capacity as f64, busy: m.busy },
+            pool: Pool {
+                executors: m.executors,
+                comfortable: m.comfortable,
+                rate: m.rate,
+                capacity: m.capacity as f64,
+                busy: m.busy,
+            },
             traffic: self.traffic.rate,
             health: HealthTrack { schedule, noise },
             retries,
@@ -495,7 +539,8 @@ impl Scenario {
 
 /// Read a `t,health` CSV (an optional header line; `#` comments and blank lines skipped).
 pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
     let err = |line: usize, message: String| ScenarioError::Trace { path: path.to_path_buf(), line, message };
     let mut points: Vec<(f64, f64)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
@@ -510,7 +555,7 @@ pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
             _ if points.is_empty() && i == 0 => continue, // header
             _ => return Err(err(i + 1, format!("expected `t,health` numbers, got {line:?}"))),
         };
-        if !t.is_finite() || !(h >= 0.0 && h.is_finite()) {
+        if !(t.is_finite() && h >= 0.0 && h.is_finite()) {
             return Err(err(i + 1, format!("t must be finite and health in [0, ∞), got {t}, {h}")));
         }
         if let Some(&(prev, _)) = points.last() {

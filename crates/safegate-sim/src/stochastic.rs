@@ -120,7 +120,8 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     }
 
     // Counters.
-    let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sojourn_sum = 0.0f64;
     let mut events = 0u64;
     let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
@@ -344,7 +345,9 @@ mod tests {
 
     #[test]
     fn work_time_inverts_the_integral() {
-        for &(need, f, h, g) in &[(1.0, 2.0, 0.5, 0.0), (3.0, 1.5, 1.0, -0.18), (0.7, 37.5, 0.1, 0.18), (2.0, 1.0, 0.2, 0.3)] {
+        for &(need, f, h, g) in
+            &[(1.0, 2.0, 0.5, 0.0), (3.0, 1.5, 1.0, -0.18), (0.7, 37.5, 0.1, 0.18), (2.0, 1.0, 0.2, 0.3)]
+        {
             let tau = time_to_work(need, f, h, g);
             let got = f * (h * tau + 0.5 * g * tau * tau);
             assert!((got - need).abs() < 1e-9, "{need} {f} {h} {g}: {tau} gives {got}");

@@ -45,7 +45,17 @@ fn closed_form_ceiling_holds_in_simulation_for_many_pools() {
 #[test]
 fn recovery_delays_match_the_seed() {
     // MODEL.md: single dip at 20 s, no gate, from the dip's end until q ≤ 6.
-    for &(lambda, seed_says) in &[(40.0, 2.2), (50.0, 6.6), (55.0, 9.0), (60.0, 12.4), (65.0, 19.1), (70.0, 38.5), (72.0, 64.4), (74.0, 193.1), (74.5, 386.1)] {
+    for &(lambda, seed_says) in &[
+        (40.0, 2.2),
+        (50.0, 6.6),
+        (55.0, 9.0),
+        (60.0, 12.4),
+        (65.0, 19.1),
+        (70.0, 38.5),
+        (72.0, 64.4),
+        (74.0, 193.1),
+        (74.5, 386.1),
+    ] {
         let got = fluid(&dip_cfg(lambda), 0.0).recovery_after_dip.expect("recovers");
         assert!((got - seed_says).abs() <= 0.1, "λ = {lambda}: {got} vs the seed's {seed_says}");
     }
@@ -79,7 +89,10 @@ fn seventy_five_is_pinned_after_400_seconds() {
 
 fn window_extremes(cfg: &Config, sens: f64, from: f64, to: f64) -> (f64, f64) {
     let s = run_fluid(cfg, &mut gate(sens), RunOptions { record_every: Some(1), progress: None }).series.unwrap();
-    s.t.iter().zip(&s.queue).filter(|(t, _)| **t >= from - 1e-9 && **t <= to + 1e-9).fold((f64::MAX, f64::MIN), |(lo, hi), (_, q)| (lo.min(*q), hi.max(*q)))
+    s.t.iter()
+        .zip(&s.queue)
+        .filter(|(t, _)| **t >= from - 1e-9 && **t <= to + 1e-9)
+        .fold((f64::MAX, f64::MIN), |(lo, hi), (_, q)| (lo.min(*q), hi.max(*q)))
 }
 
 #[test]
@@ -115,7 +128,12 @@ fn price_of_anarchy_is_24_7_and_14_3_percent_at_any_dt() {
 fn far_from_defaults_bistability_and_linear_drain() {
     // P = 16, C = 3, s = 10: ceiling s·C²/P = 5.625, peak C·s = 30.
     let pool = Pool { executors: 16, comfortable: 3.0, rate: 10.0, capacity: 500.0, busy: Busy::Whole };
-    let base = Config { pool, health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }), duration: 300.0, ..Config::default() };
+    let base = Config {
+        pool,
+        health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+        duration: 300.0,
+        ..Config::default()
+    };
     // Between the ceiling and the peak the model is bistable: empty stays low, full stays full.
     let low = fluid(&Config { traffic: 20.0, ..base.clone() }, 0.0);
     assert!(low.queue_max <= 3.0, "{}", low.queue_max);
@@ -135,13 +153,20 @@ fn far_from_defaults_bistability_and_linear_drain() {
 
 #[test]
 fn fluid_conserves_requests_with_and_without_retries() {
-    for retries in [Retries::Off, Retries::Constant { probability: 0.2, path: RetryPath::Gate }, Retries::Health { probability: 0.5, path: RetryPath::Direct }] {
+    for retries in [
+        Retries::Off,
+        Retries::Constant { probability: 0.2, path: RetryPath::Gate },
+        Retries::Health { probability: 0.5, path: RetryPath::Direct },
+    ] {
         for lambda in [30.0, 80.0, 200.0] {
             let cfg = Config { traffic: lambda, retries, initial_queue: 17.0, ..Config::default() };
             let s = fluid(&cfg, 1.0);
             let balance = s.admitted - s.cleared - s.retried - s.dropped - (s.queue_final - 17.0);
             assert!(balance.abs() < 1e-6 * s.admitted.max(1.0), "{retries:?} λ={lambda}: {balance}");
-            assert!((s.offered - s.admitted - s.rejected).abs() < 1e-6 * s.offered.max(1.0) || retries.path() == RetryPath::Direct);
+            assert!(
+                (s.offered - s.admitted - s.rejected).abs() < 1e-6 * s.offered.max(1.0)
+                    || retries.path() == RetryPath::Direct
+            );
         }
     }
 }
@@ -151,13 +176,19 @@ fn retries_make_the_queue_worse() {
     // A failed share re-entering lowers effective clearing: recovery after a dip slows.
     let base = dip_cfg(55.0);
     let off = fluid(&base, 0.0).recovery_after_dip.unwrap();
-    let on = fluid(&Config { retries: Retries::Constant { probability: 0.2, path: RetryPath::Direct }, ..base }, 0.0).recovery_after_dip.unwrap();
+    let on = fluid(&Config { retries: Retries::Constant { probability: 0.2, path: RetryPath::Direct }, ..base }, 0.0)
+        .recovery_after_dip
+        .unwrap();
     assert!(on > off * 1.2, "{on} vs {off}");
 }
 
 #[test]
 fn stochastic_conserves_requests() {
-    for retries in [Retries::Off, Retries::Constant { probability: 0.2, path: RetryPath::Gate }, Retries::Health { probability: 0.5, path: RetryPath::Direct }] {
+    for retries in [
+        Retries::Off,
+        Retries::Constant { probability: 0.2, path: RetryPath::Gate },
+        Retries::Health { probability: 0.5, path: RetryPath::Direct },
+    ] {
         let cfg = Config { traffic: 90.0, retries, initial_queue: 17.0, duration: 200.0, ..Config::default() };
         let s = run_stochastic(&cfg, &mut gate(1.0), RunOptions::default()).summary;
         // Direct retries are admitted without being offered; a retry re-enters, so it is
@@ -188,7 +219,15 @@ fn mm1_special_case_matches_the_analytic_mean() {
     // P = 1 executor, C ≥ 1 so no contention, constant health: M/M/1/K with K = 200.
     // L = ρ/(1 − ρ) − (K + 1)ρ^(K+1)/(1 − ρ^(K+1)) ≈ 1 at ρ = 0.5.
     let pool = Pool { executors: 1, comfortable: 2.0, rate: 10.0, capacity: 200.0, busy: Busy::Whole };
-    let cfg = Config { pool, traffic: 5.0, health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }), duration: 100_000.0, dt: 1.0, seed: 11, ..Config::default() };
+    let cfg = Config {
+        pool,
+        traffic: 5.0,
+        health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+        duration: 100_000.0,
+        dt: 1.0,
+        seed: 11,
+        ..Config::default()
+    };
     let rho: f64 = 0.5;
     let k = 200.0;
     let analytic = rho / (1.0 - rho) - (k + 1.0) * rho.powf(k + 1.0) / (1.0 - rho.powf(k + 1.0));
@@ -209,7 +248,15 @@ fn stochastic_matches_exact_birth_death_chains_far_from_defaults() {
         (Pool { executors: 12, comfortable: 12.0, rate: 2.0, capacity: 80.0, busy: Busy::Whole }, 10.0, 0.5),
     ];
     for (i, (pool, lambda, h)) in cases.into_iter().enumerate() {
-        let cfg = Config { pool, traffic: lambda, health: HealthTrack::new(HealthSchedule::Constant { level: h }), duration: 40_000.0, dt: 1.0, seed: 100 + i as u64, ..Config::default() };
+        let cfg = Config {
+            pool,
+            traffic: lambda,
+            health: HealthTrack::new(HealthSchedule::Constant { level: h }),
+            duration: 40_000.0,
+            dt: 1.0,
+            seed: 100 + i as u64,
+            ..Config::default()
+        };
         let exact = birth_death_mean(&pool, lambda, h);
         let got = stochastic_time_average(&cfg);
         // Tolerance: 3% of the mean or 0.05 requests, several standard errors of a
@@ -249,7 +296,12 @@ fn stochastic_mean_path_tracks_the_fluid_band() {
 
 #[test]
 fn same_seed_same_output_different_seeds_differ() {
-    let cfg = Config { duration: 100.0, retries: Retries::Constant { probability: 0.1, path: RetryPath::Gate }, service: ServiceLaw::Pareto { shape: 1.8 }, ..Config::default() };
+    let cfg = Config {
+        duration: 100.0,
+        retries: Retries::Constant { probability: 0.1, path: RetryPath::Gate },
+        service: ServiceLaw::Pareto { shape: 1.8 },
+        ..Config::default()
+    };
     let opts = || RunOptions { record_every: Some(1), progress: None };
     let a = run_stochastic(&cfg, &mut gate(1.0), opts());
     let b = run_stochastic(&cfg, &mut gate(1.0), opts());
@@ -272,9 +324,19 @@ fn same_seed_same_output_different_seeds_differ() {
 #[test]
 fn heavy_tailed_service_keeps_the_mean_rate_but_widens_the_spread() {
     // Same mean work, so at constant health the long-run cleared count matches λ.
-    let base = Config { traffic: 50.0, health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }), duration: 4000.0, ..Config::default() };
+    let base = Config {
+        traffic: 50.0,
+        health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+        duration: 4000.0,
+        ..Config::default()
+    };
     let exp = run_stochastic(&base, &mut Open, RunOptions::default()).summary;
-    let par = run_stochastic(&Config { service: ServiceLaw::Pareto { shape: 1.5 }, ..base.clone() }, &mut Open, RunOptions::default()).summary;
+    let par = run_stochastic(
+        &Config { service: ServiceLaw::Pareto { shape: 1.5 }, ..base.clone() },
+        &mut Open,
+        RunOptions::default(),
+    )
+    .summary;
     for s in [&exp, &par] {
         assert!((s.cleared / 4000.0 - 50.0).abs() < 2.0, "{}", s.cleared / 4000.0);
     }
@@ -304,7 +366,8 @@ fn concurrency_cap_lets_lambda_80_drain() {
     let s = capped.series.unwrap();
     for cycle in 1..21 {
         let (a, b) = (cycle as f64 * 19.0, (cycle + 1) as f64 * 19.0);
-        let low = s.t.iter().zip(&s.queue).filter(|(t, _)| **t >= a && **t < b).map(|(_, q)| *q).fold(f64::MAX, f64::min);
+        let low =
+            s.t.iter().zip(&s.queue).filter(|(t, _)| **t >= a && **t < b).map(|(_, q)| *q).fold(f64::MAX, f64::min);
         assert!(low < 140.0, "cycle {cycle}: min {low}");
     }
     let st = run_stochastic(&cfg, &mut Capped, RunOptions::default()).summary;

@@ -123,28 +123,57 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
         let top = TOP + pi as f64 * (PANEL_H + GAP);
         let yspan = (p.y_max - p.y_min).max(f64::MIN_POSITIVE);
         let py = |y: f64| top + PANEL_H - (y.clamp(p.y_min, p.y_max) - p.y_min) / yspan * PANEL_H;
-        let _ = writeln!(s, r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#999"/>"##);
-        let _ = writeln!(s, r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#, top + PANEL_H / 2.0, top + PANEL_H / 2.0, esc(&p.label));
+        let _ = writeln!(
+            s,
+            r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#999"/>"##
+        );
+        let _ = writeln!(
+            s,
+            r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
+            top + PANEL_H / 2.0,
+            top + PANEL_H / 2.0,
+            esc(&p.label)
+        );
         let ystep = nice_step(yspan, 4.0);
         let mut v = (p.y_min / ystep).ceil() * ystep;
         while v <= p.y_max + 1e-9 {
             let y = py(v);
-            let _ = writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##, LEFT + plot_w, LEFT - 6.0, y + 4.0, fmt_tick(v));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#eee"/><text x="{}" y="{:.1}" text-anchor="end">{}</text>"##,
+                LEFT + plot_w,
+                LEFT - 6.0,
+                y + 4.0,
+                fmt_tick(v)
+            );
             v += ystep;
         }
         let xstep = nice_step(xspan, 8.0);
         let mut v = (x0 / xstep).ceil() * xstep;
         while v <= x1 + 1e-9 {
             let x = px(v);
-            let _ = writeln!(s, r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{}" stroke="#f3f3f3"/>"##, top + PANEL_H);
+            let _ =
+                writeln!(s, r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{}" stroke="#f3f3f3"/>"##, top + PANEL_H);
             if pi + 1 == panels.len() {
-                let _ = writeln!(s, r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#, top + PANEL_H + 16.0, fmt_tick(v));
+                let _ = writeln!(
+                    s,
+                    r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
+                    top + PANEL_H + 16.0,
+                    fmt_tick(v)
+                );
             }
             v += xstep;
         }
         for r in &p.rules {
             let y = py(r.y);
-            let _ = writeln!(s, r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#444" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" fill="#444" text-anchor="end">{}</text>"##, LEFT + plot_w, LEFT + plot_w - 4.0, y - 4.0, esc(&r.label));
+            let _ = writeln!(
+                s,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#444" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" fill="#444" text-anchor="end">{}</text>"##,
+                LEFT + plot_w,
+                LEFT + plot_w - 4.0,
+                y - 4.0,
+                esc(&r.label)
+            );
         }
         for l in &p.lines {
             let pts = decimate(&l.x, &l.y);
@@ -153,17 +182,38 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
                 let _ = write!(d, "{}{:.1},{:.1}", if i == 0 { "M" } else { " L" }, px(*x), py(*y));
             }
             let dash = if l.dashed { r#" stroke-dasharray="4 3""# } else { "" };
-            let _ = writeln!(s, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.4"{dash}><title>{}</title></path>"#, l.color, esc(&l.name));
+            let _ = writeln!(
+                s,
+                r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.4"{dash}><title>{}</title></path>"#,
+                l.color,
+                esc(&l.name)
+            );
         }
         // Legend, top-right of the panel.
         let mut lx = LEFT + plot_w - 10.0;
         for l in p.lines.iter().rev() {
             let w = 30.0 + 7.0 * l.name.chars().count() as f64;
             lx -= w;
-            let _ = writeln!(s, r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#, top - 8.0, lx + 20.0, top - 8.0, l.color, lx + 24.0, top - 4.0, esc(&l.name));
+            let _ = writeln!(
+                s,
+                r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
+                top - 8.0,
+                lx + 20.0,
+                top - 8.0,
+                l.color,
+                lx + 24.0,
+                top - 4.0,
+                esc(&l.name)
+            );
         }
     }
-    let _ = writeln!(s, r#"<text x="{}" y="{:.1}" text-anchor="middle">{}</text>"#, LEFT + plot_w / 2.0, height - 6.0, esc(x_label));
+    let _ = writeln!(
+        s,
+        r#"<text x="{}" y="{:.1}" text-anchor="middle">{}</text>"#,
+        LEFT + plot_w / 2.0,
+        height - 6.0,
+        esc(x_label)
+    );
     s.push_str("</svg>\n");
     s
 }
@@ -187,7 +237,19 @@ mod tests {
 
     #[test]
     fn renders_valid_looking_svg() {
-        let panel = Panel { label: "q".into(), y_min: 0.0, y_max: 200.0, lines: vec![Line { name: "a<b".into(), color: PALETTE[0], x: vec![0.0, 1.0], y: vec![0.0, 100.0], dashed: false }], rules: vec![Rule { y: 140.0, label: "θ·cap".into() }] };
+        let panel = Panel {
+            label: "q".into(),
+            y_min: 0.0,
+            y_max: 200.0,
+            lines: vec![Line {
+                name: "a<b".into(),
+                color: PALETTE[0],
+                x: vec![0.0, 1.0],
+                y: vec![0.0, 100.0],
+                dashed: false,
+            }],
+            rules: vec![Rule { y: 140.0, label: "θ·cap".into() }],
+        };
         let svg = render("t", "s", "x", 0.0, 1.0, &[panel]);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("a&lt;b") && svg.contains("<path d=\"M"));

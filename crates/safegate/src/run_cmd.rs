@@ -102,7 +102,8 @@ impl RunArgs {
         num("model.capacity", self.capacity.map(|v| v.to_string()));
         num("model.busy", self.busy.as_ref().map(|v| format!("{v:?}")));
         for kv in &self.set {
-            let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.low=0.2"))?;
+            let (k, v) =
+                kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.low=0.2"))?;
             o.push((k.trim().to_string(), v.trim().to_string()));
         }
         Ok(o)
@@ -123,7 +124,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let overrides = args.overrides()?;
     let (scenario, origin) = match &args.scenario {
         Some(path) => (Scenario::load_with(path, &overrides)?, path.display().to_string()),
-        None => (Scenario::from_toml_with(DEFAULT_SCENARIO, "<embedded band-80>", &overrides)?, "<embedded band-80>".to_string()),
+        None => (
+            Scenario::from_toml_with(DEFAULT_SCENARIO, "<embedded band-80>", &overrides)?,
+            "<embedded band-80>".to_string(),
+        ),
     };
     if args.every == 0 {
         anyhow::bail!("--every must be at least 1");
@@ -138,18 +142,28 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         off.gate.sensitivity = 0.0;
         variants.push(("gate off".to_string(), off, SeedGate::new(gate.threshold(), 0.0)?));
     }
-    let label = if gate.sensitivity() > 0.0 { format!("gate on (θ {}, sens {})", gate.threshold(), gate.sensitivity()) } else { "gate off".to_string() };
+    let label = if gate.sensitivity() > 0.0 {
+        format!("gate on (θ {}, sens {})", gate.threshold(), gate.sensitivity())
+    } else {
+        "gate off".to_string()
+    };
     variants.push((label, scenario.clone(), gate));
 
     let steps = cfg.steps();
     let stride = if args.json { args.every } else { ((steps / 200_000) as usize).max(1) };
-    let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000 || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
+    let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
+        || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
     let pb = progress::bar(1000 * variants.len() as u64, "simulating", heavy);
     let mut reports = Vec::new();
     for (i, (label, sc, mut policy)) in variants.into_iter().enumerate() {
         let base = 1000 * i as u64;
         let mut cb = |f: f64| pb.set_position(base + (f * 1000.0) as u64);
-        let outcome = safegate_sim::run(sc.run.mode, &cfg, &mut policy, RunOptions { record_every: Some(stride), progress: Some(&mut cb) });
+        let outcome = safegate_sim::run(
+            sc.run.mode,
+            &cfg,
+            &mut policy,
+            RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
+        );
         reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome });
     }
     pb.finish_and_clear();
@@ -190,14 +204,26 @@ fn describe(scenario: &Scenario, cfg: &Config) -> String {
     let h = &scenario.health;
     let health = match h.kind {
         HealthKind::Constant => format!("constant health {}", h.high),
-        HealthKind::Cycle => format!("health cycle ({} s: {} → {})", cfg.health.schedule_period().unwrap_or(0.0), h.high, h.low),
+        HealthKind::Cycle => {
+            format!("health cycle ({} s: {} → {})", cfg.health.schedule_period().unwrap_or(0.0), h.high, h.low)
+        }
         HealthKind::Dip => format!("one health dip at {} s ({} → {})", h.start, h.high, h.low),
-        HealthKind::Trace => format!("health trace {}", h.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default()),
+        HealthKind::Trace => {
+            format!("health trace {}", h.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
+        }
     };
     let noise = if h.noise > 0.0 { format!(", noise {}", h.noise) } else { String::new() };
     format!(
         "λ = {} req/s, P = {}, C = {}, s = {}, cap = {}; {health}{noise}; {} mode, {} s at dt {}, seed {}",
-        cfg.traffic, cfg.pool.executors, cfg.pool.comfortable, cfg.pool.rate, cfg.pool.capacity, scenario.run.mode, cfg.duration, cfg.dt, cfg.seed
+        cfg.traffic,
+        cfg.pool.executors,
+        cfg.pool.comfortable,
+        cfg.pool.rate,
+        cfg.pool.capacity,
+        scenario.run.mode,
+        cfg.duration,
+        cfg.dt,
+        cfg.seed
     )
 }
 
@@ -215,7 +241,11 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
     let _ = writeln!(s, "  {}", describe(scenario, cfg));
     let ceiling = cfg.pool.saturated_ceiling();
     let (n_peak, peak) = cfg.pool.peak_rate();
-    let _ = writeln!(s, "  pool ceiling with all {} busy: {ceiling:.2} req/s (s·C²/P); peak {peak:.1} req/s at {n_peak} busy", cfg.pool.executors);
+    let _ = writeln!(
+        s,
+        "  pool ceiling with all {} busy: {ceiling:.2} req/s (s·C²/P); peak {peak:.1} req/s at {n_peak} busy",
+        cfg.pool.executors
+    );
     if cfg.retries.enabled() {
         let _ = writeln!(s, "  retries ON: {:?}", cfg.retries);
     } else {
@@ -229,10 +259,16 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
         ("queue mean", Box::new(|r| format!("{:.1}", r.outcome.summary.queue_mean))),
         ("queue max", Box::new(|r| format!("{:.1}", r.outcome.summary.queue_max))),
         ("queue final", Box::new(|r| format!("{:.1}", r.outcome.summary.queue_final))),
-        ("queue range, settled", Box::new(|r| {
-            let su = &r.outcome.summary;
-            format!("{:.1}–{:.1} (t ≥ {} s)", su.settled_min, su.settled_max, su.warmup)
-        })),
+        (
+            "queue range, settled",
+            Box::new(|r| {
+                let su = &r.outcome.summary;
+                match (su.settled_min, su.settled_max) {
+                    (Some(lo), Some(hi)) => format!("{lo:.1}–{hi:.1} (t ≥ {} s)", su.warmup),
+                    _ => format!("- (run shorter than warm-up {} s)", su.warmup),
+                }
+            }),
+        ),
         ("backlog-time Σq·dt", Box::new(|r| format!("{:.0} req·s", r.outcome.summary.backlog_time))),
         ("offered", Box::new(|r| format!("{:.0}", r.outcome.summary.offered))),
         ("admitted", Box::new(|r| format!("{:.0}", r.outcome.summary.admitted))),
@@ -240,22 +276,34 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
         ("dropped (full)", Box::new(|r| format!("{:.0}", r.outcome.summary.dropped))),
         ("cleared", Box::new(|r| format!("{:.0}", r.outcome.summary.cleared))),
         ("retried", Box::new(|r| format!("{:.0}", r.outcome.summary.retried))),
-        ("drained (q ≤ level)", Box::new(|r| {
-            let su = &r.outcome.summary;
-            if su.drained { format!("yes, from {}", fmt_opt(su.drained_at)) } else { format!("no (level {})", su.drain_level) }
-        })),
+        (
+            "drained (q ≤ level)",
+            Box::new(|r| {
+                let su = &r.outcome.summary;
+                if su.drained {
+                    format!("yes, from {}", fmt_opt(su.drained_at))
+                } else {
+                    format!("no (level {})", su.drain_level)
+                }
+            }),
+        ),
     ];
     let mut rows = rows;
     if cfg.health.schedule.dip_end().is_some() {
         rows.push(("recovery after dip", Box::new(|r| fmt_opt(r.outcome.summary.recovery_after_dip))));
     }
     if scenario.run.mode == Mode::Stochastic {
-        rows.push(("mean sojourn", Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{:.3} s", x)))));
+        rows.push((
+            "mean sojourn",
+            Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{:.3} s", x))),
+        ));
     }
     let w0 = rows.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0) + 2;
-    let cells: Vec<Vec<String>> = rows.iter().map(|(_, f)| reports.iter().map(|r| f(r)).collect()).collect();
+    let cells: Vec<Vec<String>> = rows.iter().map(|(_, f)| reports.iter().map(f).collect()).collect();
     let widths: Vec<usize> = (0..reports.len())
-        .map(|j| cells.iter().map(|c| c[j].chars().count()).chain([reports[j].label.chars().count()]).max().unwrap_or(0) + 3)
+        .map(|j| {
+            cells.iter().map(|c| c[j].chars().count()).chain([reports[j].label.chars().count()]).max().unwrap_or(0) + 3
+        })
         .collect();
     let _ = write!(s, "{:w0$}", "");
     for (j, r) in reports.iter().enumerate() {
@@ -281,8 +329,20 @@ fn render_chart(scenario: &Scenario, cfg: &Config, reports: &[RunReport]) -> Str
         let Some(series) = &r.outcome.series else { continue };
         let color = chart::PALETTE[i % chart::PALETTE.len()];
         queue.push(Line { name: r.label.clone(), color, x: series.t.clone(), y: series.queue.clone(), dashed: false });
-        admit.push(Line { name: r.label.clone(), color, x: series.t.clone(), y: series.admit_fraction.clone(), dashed: false });
-        health.get_or_insert_with(|| Line { name: "health H(t)".into(), color: chart::PALETTE[2], x: series.t.clone(), y: series.health.clone(), dashed: false });
+        admit.push(Line {
+            name: r.label.clone(),
+            color,
+            x: series.t.clone(),
+            y: series.admit_fraction.clone(),
+            dashed: false,
+        });
+        health.get_or_insert_with(|| Line {
+            name: "health H(t)".into(),
+            color: chart::PALETTE[2],
+            x: series.t.clone(),
+            y: series.health.clone(),
+            dashed: false,
+        });
     }
     let cap = cfg.pool.capacity;
     let h_max = health.as_ref().map_or(1.0, |l| l.y.iter().cloned().fold(1.0, f64::max));
@@ -292,9 +352,18 @@ fn render_chart(scenario: &Scenario, cfg: &Config, reports: &[RunReport]) -> Str
             y_min: 0.0,
             y_max: cap,
             lines: queue,
-            rules: vec![Rule { y: scenario.gate.threshold * cap, label: format!("θ·cap = {:.0}", scenario.gate.threshold * cap) }],
+            rules: vec![Rule {
+                y: scenario.gate.threshold * cap,
+                label: format!("θ·cap = {:.0}", scenario.gate.threshold * cap),
+            }],
         },
-        Panel { label: "health H".into(), y_min: 0.0, y_max: h_max, lines: health.into_iter().collect(), rules: vec![] },
+        Panel {
+            label: "health H".into(),
+            y_min: 0.0,
+            y_max: h_max,
+            lines: health.into_iter().collect(),
+            rules: vec![],
+        },
         Panel { label: "admit fraction".into(), y_min: 0.0, y_max: 1.0, lines: admit, rules: vec![] },
     ];
     let title = format!("safegate run: {}", scenario.name.clone().unwrap_or_else(|| "scenario".into()));
