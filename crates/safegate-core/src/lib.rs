@@ -19,8 +19,10 @@
 //! assert_eq!(action.concurrency, None);
 //! ```
 
+pub mod estimators;
 pub mod gate;
 pub mod policy;
+pub mod probe;
 
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};

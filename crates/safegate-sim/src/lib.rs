@@ -27,6 +27,7 @@
 
 pub mod behaviour;
 pub mod config;
+pub mod experiments;
 pub mod fluid;
 pub mod health;
 pub mod model;

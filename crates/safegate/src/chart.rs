@@ -34,9 +34,10 @@ pub(crate) const PALETTE: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7
 
 const WIDTH: f64 = 900.0;
 const PANEL_H: f64 = 170.0;
+const SINGLE_PANEL_H: f64 = 300.0;
 const LEFT: f64 = 70.0;
 const RIGHT: f64 = 20.0;
-const TOP: f64 = 66.0;
+const TOP: f64 = 56.0;
 const GAP: f64 = 34.0;
 const MAX_POINTS: usize = 1600;
 
@@ -105,7 +106,8 @@ fn fmt_tick(v: f64) -> String {
 /// Render stacked panels over a common x-range `[x0, x1]` as an SVG document.
 pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f64, panels: &[Panel]) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
-    let height = TOP + panels.len() as f64 * (PANEL_H + GAP) + 30.0;
+    let panel_h = if panels.len() == 1 { SINGLE_PANEL_H } else { PANEL_H };
+    let height = TOP + panels.len() as f64 * (panel_h + GAP) + 30.0;
     let mut s = String::new();
     let _ = write!(
         s,
@@ -120,18 +122,18 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
     let xspan = (x1 - x0).max(f64::MIN_POSITIVE);
     let px = |x: f64| LEFT + (x - x0) / xspan * plot_w;
     for (pi, p) in panels.iter().enumerate() {
-        let top = TOP + pi as f64 * (PANEL_H + GAP);
+        let top = TOP + pi as f64 * (panel_h + GAP);
         let yspan = (p.y_max - p.y_min).max(f64::MIN_POSITIVE);
-        let py = |y: f64| top + PANEL_H - (y.clamp(p.y_min, p.y_max) - p.y_min) / yspan * PANEL_H;
+        let py = |y: f64| top + panel_h - (y.clamp(p.y_min, p.y_max) - p.y_min) / yspan * panel_h;
         let _ = writeln!(
             s,
-            r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{PANEL_H}" fill="none" stroke="#999"/>"##
+            r##"<rect x="{LEFT}" y="{top}" width="{plot_w}" height="{panel_h}" fill="none" stroke="#999"/>"##
         );
         let _ = writeln!(
             s,
             r#"<text x="14" y="{}" transform="rotate(-90 14 {})" text-anchor="middle">{}</text>"#,
-            top + PANEL_H / 2.0,
-            top + PANEL_H / 2.0,
+            top + panel_h / 2.0,
+            top + panel_h / 2.0,
             esc(&p.label)
         );
         let ystep = nice_step(yspan, 4.0);
@@ -153,12 +155,12 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
         while v <= x1 + 1e-9 {
             let x = px(v);
             let _ =
-                writeln!(s, r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{}" stroke="#f3f3f3"/>"##, top + PANEL_H);
+                writeln!(s, r##"<line x1="{x:.1}" y1="{top}" x2="{x:.1}" y2="{}" stroke="#f3f3f3"/>"##, top + panel_h);
             if pi + 1 == panels.len() {
                 let _ = writeln!(
                     s,
                     r#"<text x="{x:.1}" y="{:.1}" text-anchor="middle">{}</text>"#,
-                    top + PANEL_H + 16.0,
+                    top + panel_h + 16.0,
                     fmt_tick(v)
                 );
             }
@@ -189,22 +191,31 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
                 esc(&l.name)
             );
         }
-        // Legend, top-right of the panel.
-        let mut lx = LEFT + plot_w - 10.0;
-        for l in p.lines.iter().rev() {
-            let w = 30.0 + 7.0 * l.name.chars().count() as f64;
-            lx -= w;
+        // Legend: a boxed list in the panel's top-left corner.
+        if !p.lines.is_empty() {
+            let longest = p.lines.iter().map(|l| l.name.chars().count()).max().unwrap_or(0) as f64;
+            let (bx, by) = (LEFT + 8.0, top + 8.0);
+            let bw = 34.0 + 6.6 * longest;
+            let bh = 8.0 + 15.0 * p.lines.len() as f64;
             let _ = writeln!(
                 s,
-                r#"<line x1="{lx:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}">{}</text>"#,
-                top - 8.0,
-                lx + 20.0,
-                top - 8.0,
-                l.color,
-                lx + 24.0,
-                top - 4.0,
-                esc(&l.name)
+                r##"<rect x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" fill-opacity="0.85" stroke="#ccc"/>"##
             );
+            for (i, l) in p.lines.iter().enumerate() {
+                let y = by + 12.0 + 15.0 * i as f64;
+                let _ = writeln!(
+                    s,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                    bx + 6.0,
+                    y - 4.0,
+                    bx + 24.0,
+                    y - 4.0,
+                    l.color,
+                    bx + 28.0,
+                    y,
+                    esc(&l.name)
+                );
+            }
         }
     }
     let _ = writeln!(

@@ -10,6 +10,7 @@ use clap::{Parser, Subcommand};
 
 mod chart;
 mod progress;
+mod reproduce_cmd;
 mod run_cmd;
 
 /// Admission control whose safety is a reviewable boundary.
@@ -29,13 +30,16 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Run a scenario of the seed's executor-pool model (default: the embedded λ = 80 band).
-    Run(run_cmd::RunArgs),
+    Run(Box<run_cmd::RunArgs>),
+    /// Run every worked result of the seed and check ours against it (exit 1 on a failure).
+    Reproduce(reproduce_cmd::ReproduceArgs),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Run(args)) => run_cmd::run(&args),
+        Some(Command::Reproduce(args)) => reproduce_cmd::run(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };

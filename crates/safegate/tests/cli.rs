@@ -91,3 +91,37 @@ fn writes_the_chart() {
     let text = std::fs::read_to_string(&svg).unwrap();
     assert!(text.starts_with("<svg") && text.contains("queue depth q") && text.contains("gate off"));
 }
+
+#[test]
+fn reproduce_passes_and_a_changed_constant_fails_it() {
+    let out = safegate(&["reproduce", "--json"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = rows.as_array().unwrap();
+    assert!(rows.len() >= 40);
+    for r in rows {
+        for key in ["id", "claim", "seed", "ours", "tolerance", "pass"] {
+            assert!(!r[key].is_null(), "{key} missing in {r}");
+        }
+        assert_eq!(r["pass"], true, "{r}");
+    }
+    let out = safegate(&["reproduce", "--only", "ceiling,band-80-floor", "--set", "model.rate=36"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("FAIL") && text.contains("model changed from the seed's: model.rate = 36"), "{text}");
+    assert!(!text.contains("band-80-top"), "--only keeps just the named row: {text}");
+}
+
+#[test]
+fn reproduce_writes_figures_and_rejects_unknown_ids() {
+    let dir = std::env::temp_dir().join(format!("safegate-figs-{}", std::process::id()));
+    let out = safegate(&["reproduce", "--only", "recovery,game", "--figures", dir.to_str().unwrap()]);
+    assert!(out.status.success());
+    for f in ["recovery-sweep.svg", "fleet-threshold.svg"] {
+        let text = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(text.starts_with("<svg"), "{f}");
+    }
+    let out = safegate(&["reproduce", "--only", "nonsense"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no such experiment"));
+}
