@@ -20,9 +20,11 @@
 //! ```
 
 pub mod estimators;
+pub mod filter;
 pub mod gate;
 pub mod policy;
 pub mod probe;
+pub mod quantile;
 
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};

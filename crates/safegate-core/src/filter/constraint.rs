@@ -1,0 +1,377 @@
+//! The constraints, each an upper bound `u ≤ U(x)` on the admitted rate.
+//!
+//! Dynamics (MATH.md): `q⁺ = q + dt·(u + d̄) + ξ`, with `d̄` the drift admission does not
+//! control (retries minus expected service) and `ξ` zero-mean noise of variance `σ_q²`.
+//! With headroom `G = θQ − q`:
+//!
+//! | constraint | bound `U(x)` | source |
+//! |---|---|---|
+//! | expectation, `E[h⁺] ≥ α·h` | `(1 − α)G/dt − d̄` | discrete-time CBF (Ames et al. 2017; Cosner et al. 2024) |
+//! | chance, Gaussian or Cantelli κ | `((1 − α)G − κσ_q)/dt − d̄` | Definition 3 per step |
+//! | chance, Poisson admissions (Gaussian approximation) | `(z*² − σ₀²)/dt`, `z* = (−κ + √(κ² + 4(R + σ₀²)))/2`, `R = (1 − α)G − dt·d̄` | MATH.md (b) |
+//! | chance, Bernstein (unit jumps, exact tail bound) | `w*/dt`, `w* = R + L − √(2RL + L² + c)`, `R = (1 − α)G − dt·d̄ − L/3`, `c = L²/9 + 2Lσ₀²`, `L = ln(1/ε)` | Bernstein's inequality; this crate |
+//! | worst-case CVaR at tail η ≤ ρ | `(G + Qρ − κ_η σ_q)/dt − d̄`, `κ_η = √((1 − η)/η)` | Corollary 2; Kishida (arXiv 2308.14265); Zymler, Kuhn & Rustem (2013) |
+//! | rate of closure, first order | `γ₀·G/dt − d̄` | Definition 4; Xiao & Belta (2022) |
+//! | rate of closure, slew-limited | `γ₀γ₁G/dt + (1 − γ₀ − γ₁)(u₋ + d̄₋) − d̄` | Definition 4, second order; Xiong et al. (discrete HOCBF) |
+//! | backup-implicit safe set | `(q_I − q)/dt − d̄` | Chen, Jankovic, Santillo & Ames (2021) |
+//!
+//! The Bernstein form is ours: the Gaussian κ under-states the tail of Poisson counts at the
+//! small per-step ε a long horizon needs (MATH.md pitfalls), and Cantelli is vacuous there.
+//! Arrivals and completions are unit jumps, so the centred next-step increment `X` satisfies
+//! `log E e^{tX} ≤ v·t²/(2(1 − t/3))` with `v = u·dt + σ₀²`, hence `P(X ≥ x) ≤
+//! exp(−x²/(2(v + x/3)))`; requiring that to be ≤ ε at `x = R' − u·dt` and solving the
+//! quadratic in `w = u·dt` gives the closed form above (feasible iff `R ≥ √c`).
+
+/// What the filter knows at a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct FilterState {
+    /// Queue depth `q` [requests].
+    pub queue: f64,
+    /// Decision period `dt` [s].
+    pub dt: f64,
+    /// Predicted drift admission does not control, `d̄ = r̄ − s̄` [req/s] (negative when the
+    /// pool clears faster than retries arrive).
+    pub drift: f64,
+    /// Std of the next depth's noise `σ_q` [requests] (Gaussian, Cantelli, CVaR forms).
+    pub sigma: f64,
+    /// Std of the part of the noise admission does not control `σ₀` [requests] (Poisson
+    /// and Bernstein forms, which add the admissions' own `u·dt`).
+    pub sigma0: f64,
+    /// Admitted rate of the previous decision [req/s] (slew-limited form).
+    pub prev_admit: f64,
+    /// Drift predicted at the previous decision [req/s] (slew-limited form).
+    pub prev_drift: f64,
+}
+
+/// A constraint of the filter. Build them with the constructors, which check ranges.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Constraint {
+    /// `E[h(q⁺)] ≥ α·h(q)`.
+    Expectation {
+        /// α = exp(−dt/τ) ∈ [0, 1].
+        decay: f64,
+    },
+    /// `P[h(q⁺) ≥ α·h] ≥ 1 − ε` with a quantile multiplier κ (Gaussian or Cantelli).
+    Chance {
+        /// κ: Φ⁻¹(1 − ε) (Gaussian) or √((1 − ε)/ε) (Cantelli).
+        kappa: f64,
+        /// α ∈ [0, 1); 0 is the pure form.
+        decay: f64,
+    },
+    /// The chance constraint with Poisson admissions (variance `σ₀² + u·dt`).
+    PoissonChance {
+        /// κ, as for [`Constraint::Chance`].
+        kappa: f64,
+        /// α ∈ [0, 1).
+        decay: f64,
+    },
+    /// The chance constraint by Bernstein's inequality for unit-jump counts.
+    Bernstein {
+        /// `L = ln(1/ε)` for the per-step ε.
+        log_inv_eps: f64,
+        /// α ∈ [0, 1).
+        decay: f64,
+    },
+    /// Worst-case CVaR at tail η of the overshoot `−h(q⁺)` at most ρ.
+    Cvar {
+        /// `κ_η = √((1 − η)/η)` (worst case) or `φ(z_{1−η})/η` (Gaussian).
+        kappa_eta: f64,
+        /// `Q·ρ` [requests].
+        rho_requests: f64,
+    },
+    /// First-order rate of closure: the margin may close at most at rate γ₀ per step.
+    RateOfClosure {
+        /// γ₀ ∈ (0, 1].
+        gamma0: f64,
+    },
+    /// Second-order (slew-limited) rate of closure.
+    SlewRateOfClosure {
+        /// γ₀ ∈ (0, 1].
+        gamma0: f64,
+        /// γ₁ ∈ (0, 1].
+        gamma1: f64,
+    },
+    /// Stay where the backup policy is known to keep the queue safe: `q⁺ ≤ q_I`.
+    BackupSet {
+        /// `q_I` [requests].
+        depth: f64,
+    },
+}
+
+/// Which constraint bound a decision (for records and metrics).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ConstraintKind {
+    /// [`Constraint::Expectation`].
+    Expectation,
+    /// [`Constraint::Chance`].
+    Chance,
+    /// [`Constraint::PoissonChance`].
+    PoissonChance,
+    /// [`Constraint::Bernstein`].
+    Bernstein,
+    /// [`Constraint::Cvar`].
+    Cvar,
+    /// [`Constraint::RateOfClosure`].
+    RateOfClosure,
+    /// [`Constraint::SlewRateOfClosure`].
+    SlewRateOfClosure,
+    /// [`Constraint::BackupSet`].
+    BackupSet,
+}
+
+impl ConstraintKind {
+    /// A short stable name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ConstraintKind::Expectation => "expectation",
+            ConstraintKind::Chance => "chance",
+            ConstraintKind::PoissonChance => "poisson-chance",
+            ConstraintKind::Bernstein => "bernstein",
+            ConstraintKind::Cvar => "cvar",
+            ConstraintKind::RateOfClosure => "rate-of-closure",
+            ConstraintKind::SlewRateOfClosure => "slew-rate-of-closure",
+            ConstraintKind::BackupSet => "backup-set",
+        }
+    }
+}
+
+impl Constraint {
+    /// Which kind this is.
+    pub fn kind(&self) -> ConstraintKind {
+        match self {
+            Constraint::Expectation { .. } => ConstraintKind::Expectation,
+            Constraint::Chance { .. } => ConstraintKind::Chance,
+            Constraint::PoissonChance { .. } => ConstraintKind::PoissonChance,
+            Constraint::Bernstein { .. } => ConstraintKind::Bernstein,
+            Constraint::Cvar { .. } => ConstraintKind::Cvar,
+            Constraint::RateOfClosure { .. } => ConstraintKind::RateOfClosure,
+            Constraint::SlewRateOfClosure { .. } => ConstraintKind::SlewRateOfClosure,
+            Constraint::BackupSet { .. } => ConstraintKind::BackupSet,
+        }
+    }
+
+    /// The expectation constraint with time constant τ: `α = exp(−dt/τ)`.
+    pub fn expectation(tau: f64, dt: f64) -> Result<Self, crate::ConfigError> {
+        positive("tau", tau)?;
+        positive("dt", dt)?;
+        Ok(Constraint::Expectation { decay: (-dt / tau).exp() })
+    }
+
+    /// Gaussian chance constraint at per-step ε: `κ = Φ⁻¹(1 − ε)`.
+    pub fn gaussian(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
+        probability("epsilon", eps)?;
+        unit_open("decay", decay)?;
+        Ok(Constraint::Chance { kappa: crate::quantile::normal_isf(eps), decay })
+    }
+
+    /// Distribution-free (Cantelli) chance constraint at per-step ε: `κ = √((1 − ε)/ε)`.
+    pub fn cantelli(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
+        probability("epsilon", eps)?;
+        unit_open("decay", decay)?;
+        Ok(Constraint::Chance { kappa: ((1.0 - eps) / eps).sqrt(), decay })
+    }
+
+    /// Poisson-admission chance constraint (Gaussian approximation) at per-step ε.
+    pub fn poisson(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
+        probability("epsilon", eps)?;
+        unit_open("decay", decay)?;
+        Ok(Constraint::PoissonChance { kappa: crate::quantile::normal_isf(eps), decay })
+    }
+
+    /// Bernstein chance constraint at per-step ε (exact tail bound for unit-jump counts).
+    pub fn bernstein(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
+        probability("epsilon", eps)?;
+        unit_open("decay", decay)?;
+        Ok(Constraint::Bernstein { log_inv_eps: (1.0 / eps).ln(), decay })
+    }
+
+    /// Worst-case CVaR at tail `eta` at most `rho` (in barrier units) on a queue of `capacity`.
+    pub fn cvar_worst_case(eta: f64, rho: f64, capacity: f64) -> Result<Self, crate::ConfigError> {
+        probability("eta", eta)?;
+        nonneg("rho", rho)?;
+        positive("capacity", capacity)?;
+        Ok(Constraint::Cvar { kappa_eta: ((1.0 - eta) / eta).sqrt(), rho_requests: rho * capacity })
+    }
+
+    /// Gaussian (not worst-case) CVaR: `κ = φ(z_{1−η})/η`.
+    pub fn cvar_gaussian(eta: f64, rho: f64, capacity: f64) -> Result<Self, crate::ConfigError> {
+        probability("eta", eta)?;
+        nonneg("rho", rho)?;
+        positive("capacity", capacity)?;
+        let z = crate::quantile::normal_isf(eta);
+        Ok(Constraint::Cvar { kappa_eta: crate::quantile::normal_pdf(z) / eta, rho_requests: rho * capacity })
+    }
+
+    /// First-order rate of closure with γ₀ ∈ (0, 1].
+    pub fn rate_of_closure(gamma0: f64) -> Result<Self, crate::ConfigError> {
+        gamma("gamma0", gamma0)?;
+        Ok(Constraint::RateOfClosure { gamma0 })
+    }
+
+    /// Slew-limited second-order rate of closure with γ₀, γ₁ ∈ (0, 1].
+    pub fn slew_rate_of_closure(gamma0: f64, gamma1: f64) -> Result<Self, crate::ConfigError> {
+        gamma("gamma0", gamma0)?;
+        gamma("gamma1", gamma1)?;
+        Ok(Constraint::SlewRateOfClosure { gamma0, gamma1 })
+    }
+
+    /// The upper bound `U(x)` on the admitted rate [req/s]. `−∞` where no rate satisfies the
+    /// constraint (and NaN inputs give NaN, which the filter treats as infeasible).
+    #[inline]
+    pub fn upper(&self, x: &FilterState, boundary: f64) -> f64 {
+        let g = boundary - x.queue;
+        let dt = x.dt;
+        match *self {
+            Constraint::Expectation { decay } => (1.0 - decay) * g / dt - x.drift,
+            Constraint::Chance { kappa, decay } => ((1.0 - decay) * g - kappa * x.sigma) / dt - x.drift,
+            Constraint::PoissonChance { kappa, decay } => {
+                let r = (1.0 - decay) * g - dt * x.drift;
+                let s0 = x.sigma0 * x.sigma0;
+                let disc = kappa * kappa + 4.0 * (r + s0);
+                if disc < 0.0 {
+                    return f64::NEG_INFINITY;
+                }
+                let z = 0.5 * (disc.sqrt() - kappa);
+                if z < 0.0 {
+                    return f64::NEG_INFINITY;
+                }
+                (z * z - s0) / dt
+            }
+            Constraint::Bernstein { log_inv_eps: l, decay } => {
+                let r = (1.0 - decay) * g - dt * x.drift - l / 3.0;
+                let c = l * l / 9.0 + 2.0 * l * x.sigma0 * x.sigma0;
+                if r < 0.0 || r * r < c {
+                    // Even u = 0 leaves more than ε of crossing (or the inputs are NaN).
+                    return if r.is_nan() || c.is_nan() { f64::NAN } else { f64::NEG_INFINITY };
+                }
+                (r + l - (2.0 * r * l + l * l + c).sqrt()) / dt
+            }
+            Constraint::Cvar { kappa_eta, rho_requests } => (g + rho_requests - kappa_eta * x.sigma) / dt - x.drift,
+            Constraint::RateOfClosure { gamma0 } => gamma0 * g / dt - x.drift,
+            Constraint::SlewRateOfClosure { gamma0, gamma1 } => {
+                gamma0 * gamma1 * g / dt + (1.0 - gamma0 - gamma1) * (x.prev_admit + x.prev_drift) - x.drift
+            }
+            Constraint::BackupSet { depth } => (depth.min(boundary) - x.queue) / dt - x.drift,
+        }
+    }
+}
+
+fn positive(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
+    if v > 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(crate::ConfigError { field, value: v, allowed: "(0, ∞)" })
+    }
+}
+
+fn nonneg(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
+    if v >= 0.0 && v.is_finite() {
+        Ok(())
+    } else {
+        Err(crate::ConfigError { field, value: v, allowed: "[0, ∞)" })
+    }
+}
+
+fn probability(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
+    if v > 0.0 && v < 1.0 {
+        Ok(())
+    } else {
+        Err(crate::ConfigError { field, value: v, allowed: "(0, 1)" })
+    }
+}
+
+fn unit_open(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
+    if (0.0..1.0).contains(&v) {
+        Ok(())
+    } else {
+        Err(crate::ConfigError { field, value: v, allowed: "[0, 1)" })
+    }
+}
+
+fn gamma(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
+    if v > 0.0 && v <= 1.0 {
+        Ok(())
+    } else {
+        Err(crate::ConfigError { field, value: v, allowed: "(0, 1]" })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn state(q: f64) -> FilterState {
+        FilterState { queue: q, dt: 0.05, drift: -75.0, sigma: 2.0, sigma0: 1.9, prev_admit: 80.0, prev_drift: -75.0 }
+    }
+
+    #[test]
+    fn closed_forms_match_math_md() {
+        let x = state(100.0); // G = 40
+        let e = Constraint::Expectation { decay: 0.9 };
+        assert!((e.upper(&x, 140.0) - (0.1 * 40.0 / 0.05 + 75.0)).abs() < 1e-9);
+        let c = Constraint::Chance { kappa: 3.0, decay: 0.0 };
+        assert!((c.upper(&x, 140.0) - ((40.0 - 6.0) / 0.05 + 75.0)).abs() < 1e-9);
+        let v = Constraint::Cvar { kappa_eta: 4.358_898_943_540_674, rho_requests: 20.0 };
+        assert!((v.upper(&x, 140.0) - ((40.0 + 20.0 - 4.358_898_943_540_674 * 2.0) / 0.05 + 75.0)).abs() < 1e-9);
+        let r = Constraint::RateOfClosure { gamma0: 0.1 };
+        assert!((r.upper(&x, 140.0) - e.upper(&x, 140.0)).abs() < 1e-9);
+    }
+
+    /// The Poisson form's bound satisfies its defining equation with equality.
+    #[test]
+    fn poisson_form_is_tight() {
+        let x = state(120.0);
+        let kappa = 3.0;
+        let u = Constraint::PoissonChance { kappa, decay: 0.0 }.upper(&x, 140.0);
+        let lhs = 20.0 - x.dt * x.drift - u * x.dt;
+        let rhs = kappa * (x.sigma0 * x.sigma0 + u * x.dt).sqrt();
+        assert!((lhs - rhs).abs() < 1e-9, "{lhs} {rhs}");
+    }
+
+    /// The Bernstein bound holds with equality at U and the tail bound is ε there.
+    #[test]
+    fn bernstein_form_is_tight() {
+        let x = state(110.0);
+        let eps: f64 = 1e-6;
+        let l = (1.0 / eps).ln();
+        let u = Constraint::Bernstein { log_inv_eps: l, decay: 0.0 }.upper(&x, 140.0);
+        assert!(u > 0.0);
+        let w = u * x.dt;
+        let room = 30.0 - x.dt * x.drift - w; // x in P(X ≥ x)
+        let v = w + x.sigma0 * x.sigma0;
+        let tail = (-room * room / (2.0 * (v + room / 3.0))).exp();
+        assert!((tail / eps - 1.0).abs() < 1e-6, "{tail}");
+    }
+
+    #[test]
+    fn bernstein_is_infeasible_at_the_boundary() {
+        let mut x = state(140.0);
+        x.drift = 0.0;
+        let u = Constraint::Bernstein { log_inv_eps: 14.0, decay: 0.0 }.upper(&x, 140.0);
+        assert_eq!(u, f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn slew_form_matches_the_derivation() {
+        // u_{k+1} ≤ γ0γ1 G/dt + (1 − γ0 − γ1)(u_k + d̄_k) − d̄_{k+1}
+        let x = state(100.0);
+        let c = Constraint::SlewRateOfClosure { gamma0: 0.2, gamma1: 0.5 };
+        let expect = 0.1 * 40.0 / 0.05 + 0.3 * (80.0 - 75.0) + 75.0;
+        assert!((c.upper(&x, 140.0) - expect).abs() < 1e-9);
+    }
+
+    #[test]
+    fn constructors_check_ranges() {
+        assert!(Constraint::gaussian(0.0, 0.0).is_err());
+        assert!(Constraint::cantelli(0.5, 1.0).is_err());
+        assert!(Constraint::expectation(-1.0, 0.05).is_err());
+        assert!(Constraint::rate_of_closure(1.5).is_err());
+        let Constraint::Chance { kappa, .. } = Constraint::cantelli(0.01, 0.0).unwrap() else { panic!() };
+        assert!((kappa - 9.949_874_371_066_2).abs() < 1e-9);
+        let Constraint::Chance { kappa, .. } = Constraint::gaussian(0.01, 0.0).unwrap() else { panic!() };
+        assert!((kappa - 2.326_347_874).abs() < 1e-8);
+        let Constraint::Cvar { kappa_eta, .. } = Constraint::cvar_gaussian(0.05, 0.1, 200.0).unwrap() else { panic!() };
+        assert!((kappa_eta - 2.062_712_807).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,235 @@
+//! The filter itself: the closed-form projection onto every active constraint.
+
+use super::barrier::Barrier;
+use super::constraint::{Constraint, ConstraintKind, FilterState};
+
+/// Most constraints one filter holds (no allocation on the hot path).
+pub const MAX_CONSTRAINTS: usize = 8;
+
+/// Why a filter cannot be built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FilterError {
+    /// More than [`MAX_CONSTRAINTS`] constraints.
+    TooManyConstraints(usize),
+}
+
+impl std::fmt::Display for FilterError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FilterError::TooManyConstraints(n) => write!(f, "{n} constraints given, at most {MAX_CONSTRAINTS} allowed"),
+        }
+    }
+}
+
+impl std::error::Error for FilterError {}
+
+/// One decision of the filter, with the record a reviewer needs.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Decision {
+    /// The admitted rate `u*` [req/s], in `[0, u_max]`, always finite.
+    pub admit_rate: f64,
+    /// The nominal proposal, clamped to `[0, u_max]` (NaN read as 0).
+    pub nominal: f64,
+    /// `U = min_i U_i(x)`, the tightest upper bound (`−∞` if infeasible, `+∞` if none).
+    pub upper: f64,
+    /// The constraint that bound the nominal action, if one did.
+    pub bound_by: Option<ConstraintKind>,
+    /// Whether some action satisfies every constraint (`U ≥ 0`). When false the backup
+    /// policy acts and `admit_rate` is 0.
+    pub feasible: bool,
+    /// Throughput given up to the filter, `nominal − admit_rate` [req/s] (Corollary 3's cost).
+    pub given_up: f64,
+}
+
+/// The closed-form safety filter `F(x, u_nom) = argmin |u − u_nom|` over the constraints.
+///
+/// # Examples
+///
+/// ```
+/// use safegate_core::filter::{Barrier, Constraint, Filter, FilterState};
+///
+/// let barrier = Barrier::new(0.7, 200.0).unwrap();
+/// let filter = Filter::new(barrier, &[Constraint::gaussian(1e-6, 0.0).unwrap()]).unwrap();
+/// let far = FilterState { queue: 20.0, dt: 0.05, drift: -75.0, sigma: 2.7, ..Default::default() };
+/// // Far from the boundary the nominal proposal passes unchanged …
+/// assert_eq!(filter.decide(&far, 80.0, 80.0).admit_rate, 80.0);
+/// // … close to it the filter admits only what keeps P(cross) ≤ 1e-6 this step.
+/// let near = FilterState { queue: 130.0, ..far };
+/// let d = filter.decide(&near, 80.0, 80.0);
+/// assert!(d.admit_rate < 80.0 && d.bound_by.is_some());
+/// // At the boundary, with no service, nothing is safe: the backup acts.
+/// let stuck = FilterState { queue: 140.0, drift: 0.0, ..far };
+/// assert!(!filter.decide(&stuck, 80.0, 80.0).feasible);
+/// ```
+#[derive(Debug, Clone)]
+pub struct Filter {
+    barrier: Barrier,
+    constraints: [Option<Constraint>; MAX_CONSTRAINTS],
+    len: usize,
+}
+
+impl Filter {
+    /// A filter for `barrier` enforcing `constraints` (none: it passes everything).
+    pub fn new(barrier: Barrier, constraints: &[Constraint]) -> Result<Self, FilterError> {
+        if constraints.len() > MAX_CONSTRAINTS {
+            return Err(FilterError::TooManyConstraints(constraints.len()));
+        }
+        let mut arr = [None; MAX_CONSTRAINTS];
+        for (slot, c) in arr.iter_mut().zip(constraints) {
+            *slot = Some(*c);
+        }
+        Ok(Self { barrier, constraints: arr, len: constraints.len() })
+    }
+
+    /// The barrier.
+    pub fn barrier(&self) -> &Barrier {
+        &self.barrier
+    }
+
+    /// The active constraints.
+    pub fn constraints(&self) -> impl Iterator<Item = &Constraint> {
+        self.constraints[..self.len].iter().flatten()
+    }
+
+    /// A copy with one more constraint (Corollary 3: the result is never more permissive).
+    pub fn with(&self, c: Constraint) -> Result<Self, FilterError> {
+        let mut all: Vec<Constraint> = self.constraints().copied().collect();
+        all.push(c);
+        Filter::new(self.barrier, &all)
+    }
+
+    /// Replace the depth of the backup-set constraint, if there is one.
+    pub fn set_backup_depth(&mut self, depth: f64) {
+        for c in self.constraints[..self.len].iter_mut().flatten() {
+            if let Constraint::BackupSet { depth: d } = c {
+                *d = depth;
+            }
+        }
+    }
+
+    /// `U = min_i U_i(x)` and the constraint attaining it. NaN bounds count as infeasible.
+    #[inline]
+    pub fn upper(&self, x: &FilterState) -> (f64, Option<ConstraintKind>) {
+        let boundary = self.barrier.boundary();
+        let mut u = f64::INFINITY;
+        let mut which = None;
+        for c in self.constraints[..self.len].iter().flatten() {
+            let ui = c.upper(x, boundary);
+            let ui = if ui.is_nan() { f64::NEG_INFINITY } else { ui };
+            if ui < u {
+                u = ui;
+                which = Some(c.kind());
+            }
+        }
+        (u, which)
+    }
+
+    /// Filter the nominal admitted rate `nominal` under `x`, with `u_max` the most that can be
+    /// admitted (the offered rate). Never panics; the result is finite and in `[0, u_max]`
+    /// (a non-finite or negative `u_max` is read as 0).
+    #[inline]
+    pub fn decide(&self, x: &FilterState, nominal: f64, u_max: f64) -> Decision {
+        let u_max = if u_max.is_finite() && u_max > 0.0 { u_max } else { 0.0 };
+        let nominal = if nominal.is_nan() { 0.0 } else { nominal.clamp(0.0, u_max) };
+        let (upper, which) = self.upper(x);
+        if upper < 0.0 {
+            return Decision { admit_rate: 0.0, nominal, upper, bound_by: which, feasible: false, given_up: nominal };
+        }
+        let admit = nominal.min(upper).clamp(0.0, u_max);
+        let bound_by = if upper < nominal { which } else { None };
+        Decision { admit_rate: admit, nominal, upper, bound_by, feasible: true, given_up: nominal - admit }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn any_f64() -> impl Strategy<Value = f64> {
+        prop_oneof![
+            4 => -500.0f64..500.0,
+            1 => Just(f64::NAN),
+            1 => Just(f64::INFINITY),
+            1 => Just(f64::NEG_INFINITY),
+            1 => proptest::num::f64::ANY,
+        ]
+    }
+
+    fn state() -> impl Strategy<Value = FilterState> {
+        (any_f64(), prop_oneof![0.001f64..1.0, any_f64()], any_f64(), any_f64(), any_f64(), any_f64(), any_f64()).prop_map(
+            |(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState { queue, dt, drift, sigma, sigma0, prev_admit, prev_drift },
+        )
+    }
+
+    fn finite_state() -> impl Strategy<Value = FilterState> {
+        (0.0f64..140.0, 0.01f64..0.5, -150.0f64..20.0, 0.0f64..5.0, 0.0f64..5.0, 0.0f64..100.0, -100.0f64..0.0).prop_map(
+            |(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState { queue, dt, drift, sigma, sigma0, prev_admit, prev_drift },
+        )
+    }
+
+    fn constraint() -> impl Strategy<Value = Constraint> {
+        prop_oneof![
+            (0.0f64..1.0).prop_map(|decay| Constraint::Expectation { decay }),
+            (0.0f64..30.0, 0.0f64..0.99).prop_map(|(kappa, decay)| Constraint::Chance { kappa, decay }),
+            (0.0f64..10.0, 0.0f64..0.99).prop_map(|(kappa, decay)| Constraint::PoissonChance { kappa, decay }),
+            (0.1f64..40.0, 0.0f64..0.99).prop_map(|(log_inv_eps, decay)| Constraint::Bernstein { log_inv_eps, decay }),
+            (0.0f64..20.0, 0.0f64..100.0).prop_map(|(kappa_eta, rho_requests)| Constraint::Cvar { kappa_eta, rho_requests }),
+            (0.01f64..1.0).prop_map(|gamma0| Constraint::RateOfClosure { gamma0 }),
+            (0.01f64..1.0, 0.01f64..1.0).prop_map(|(gamma0, gamma1)| Constraint::SlewRateOfClosure { gamma0, gamma1 }),
+            (-50.0f64..250.0).prop_map(|depth| Constraint::BackupSet { depth }),
+        ]
+    }
+
+    fn filter(cs: &[Constraint]) -> Filter {
+        Filter::new(Barrier::new(0.7, 200.0).unwrap(), cs).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+        #[test]
+        fn action_is_finite_and_in_range(x in state(), cs in proptest::collection::vec(constraint(), 0..6), nom in any_f64(), umax in prop_oneof![0.0f64..500.0, any_f64()]) {
+            let d = filter(&cs).decide(&x, nom, umax);
+            let cap = if umax.is_finite() && umax > 0.0 { umax } else { 0.0 };
+            prop_assert!(d.admit_rate.is_finite());
+            prop_assert!(d.admit_rate >= 0.0 && d.admit_rate <= cap);
+            prop_assert!(d.given_up.is_finite() && d.given_up >= 0.0);
+        }
+
+        #[test]
+        fn a_safe_nominal_passes_unchanged(x in finite_state(), cs in proptest::collection::vec(constraint(), 0..6), frac in 0.0f64..=1.0, umax in 0.0f64..500.0) {
+            let f = filter(&cs);
+            let (upper, _) = f.upper(&x);
+            prop_assume!(upper >= 0.0);
+            let nom = frac * upper.min(umax);
+            let d = f.decide(&x, nom, umax);
+            prop_assert_eq!(d.admit_rate, nom);
+            prop_assert_eq!(d.bound_by, None);
+            prop_assert_eq!(d.given_up, 0.0);
+        }
+
+        #[test]
+        fn adding_a_constraint_never_raises_the_action(x in state(), cs in proptest::collection::vec(constraint(), 0..5), extra in constraint(), nom in any_f64(), umax in 0.0f64..500.0) {
+            let f = filter(&cs);
+            let g = f.with(extra).unwrap();
+            let (a, b) = (f.decide(&x, nom, umax), g.decide(&x, nom, umax));
+            prop_assert!(b.admit_rate <= a.admit_rate);
+            prop_assert!(b.given_up >= a.given_up);
+        }
+
+        #[test]
+        fn the_filter_is_idempotent(x in state(), cs in proptest::collection::vec(constraint(), 0..6), nom in any_f64(), umax in 0.0f64..500.0) {
+            let f = filter(&cs);
+            let once = f.decide(&x, nom, umax);
+            let twice = f.decide(&x, once.admit_rate, umax);
+            prop_assert_eq!(once.admit_rate, twice.admit_rate);
+        }
+    }
+
+    #[test]
+    fn too_many_constraints_is_an_error() {
+        let cs = [Constraint::Expectation { decay: 0.5 }; MAX_CONSTRAINTS + 1];
+        assert!(Filter::new(Barrier::new(0.7, 200.0).unwrap(), &cs).is_err());
+    }
+}
