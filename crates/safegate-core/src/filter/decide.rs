@@ -157,15 +157,29 @@ mod tests {
     }
 
     fn state() -> impl Strategy<Value = FilterState> {
-        (any_f64(), prop_oneof![0.001f64..1.0, any_f64()], any_f64(), any_f64(), any_f64(), any_f64(), any_f64()).prop_map(
-            |(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState { queue, dt, drift, sigma, sigma0, prev_admit, prev_drift },
-        )
+        (any_f64(), prop_oneof![0.001f64..1.0, any_f64()], any_f64(), any_f64(), any_f64(), any_f64(), any_f64())
+            .prop_map(|(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState {
+                queue,
+                dt,
+                drift,
+                sigma,
+                sigma0,
+                prev_admit,
+                prev_drift,
+            })
     }
 
     fn finite_state() -> impl Strategy<Value = FilterState> {
-        (0.0f64..140.0, 0.01f64..0.5, -150.0f64..20.0, 0.0f64..5.0, 0.0f64..5.0, 0.0f64..100.0, -100.0f64..0.0).prop_map(
-            |(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState { queue, dt, drift, sigma, sigma0, prev_admit, prev_drift },
-        )
+        (0.0f64..140.0, 0.01f64..0.5, -150.0f64..20.0, 0.0f64..5.0, 0.0f64..5.0, 0.0f64..100.0, -100.0f64..0.0)
+            .prop_map(|(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState {
+                queue,
+                dt,
+                drift,
+                sigma,
+                sigma0,
+                prev_admit,
+                prev_drift,
+            })
     }
 
     fn constraint() -> impl Strategy<Value = Constraint> {
@@ -174,7 +188,8 @@ mod tests {
             (0.0f64..30.0, 0.0f64..0.99).prop_map(|(kappa, decay)| Constraint::Chance { kappa, decay }),
             (0.0f64..10.0, 0.0f64..0.99).prop_map(|(kappa, decay)| Constraint::PoissonChance { kappa, decay }),
             (0.1f64..40.0, 0.0f64..0.99).prop_map(|(log_inv_eps, decay)| Constraint::Bernstein { log_inv_eps, decay }),
-            (0.0f64..20.0, 0.0f64..100.0).prop_map(|(kappa_eta, rho_requests)| Constraint::Cvar { kappa_eta, rho_requests }),
+            (0.0f64..20.0, 0.0f64..100.0)
+                .prop_map(|(kappa_eta, rho_requests)| Constraint::Cvar { kappa_eta, rho_requests }),
             (0.01f64..1.0).prop_map(|gamma0| Constraint::RateOfClosure { gamma0 }),
             (0.01f64..1.0, 0.01f64..1.0).prop_map(|(gamma0, gamma1)| Constraint::SlewRateOfClosure { gamma0, gamma1 }),
             (-50.0f64..250.0).prop_map(|depth| Constraint::BackupSet { depth }),
