@@ -25,6 +25,7 @@ pub mod gate;
 pub mod policy;
 pub mod probe;
 pub mod quantile;
+pub mod safety;
 
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};

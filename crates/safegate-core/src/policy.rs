@@ -34,6 +34,8 @@ pub struct Observation {
     pub admitted: f64,
     /// Cumulative requests completed (successfully or not).
     pub completed: f64,
+    /// Cumulative completions that failed downstream and came back as retries.
+    pub retried: f64,
 }
 
 impl Observation {
@@ -50,6 +52,7 @@ impl Observation {
             offered: 0.0,
             admitted: 0.0,
             completed: 0.0,
+            retried: 0.0,
         }
     }
 
@@ -70,16 +73,18 @@ pub struct Action {
     pub admit: f64,
     /// Most executors allowed to pull work at once; `None` leaves the pool uncapped.
     pub concurrency: Option<u32>,
+    /// Drop retries instead of letting them re-enter (a backup policy's last resort).
+    pub shed_retries: bool,
 }
 
 impl Action {
     /// Admit everything, no concurrency cap.
-    pub const OPEN: Action = Action { admit: 1.0, concurrency: None };
+    pub const OPEN: Action = Action { admit: 1.0, concurrency: None, shed_retries: false };
 
     /// Admit fraction `admit` (clamped to `[0, 1]`, NaN treated as 0), no concurrency cap.
     pub fn admit(admit: f64) -> Self {
         let admit = if admit.is_nan() { 0.0 } else { admit.clamp(0.0, 1.0) };
-        Action { admit, concurrency: None }
+        Action { admit, concurrency: None, shed_retries: false }
     }
 }
 

@@ -50,6 +50,7 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
     let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let mut limit = u32::MAX;
+    let mut shed_total = 0.0;
 
     let every = opts.record_every.map(|e| e.max(1) as u64);
     let mut series = every.map(|e| {
@@ -79,10 +80,12 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
                 offered,
                 admitted,
                 completed: cleared + retried,
+                retried,
             };
             let action = policy.decide(&obs);
             let a = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
             limit = action.concurrency.unwrap_or(u32::MAX);
+            let shed = action.shed_retries;
 
             let n = pool.busy_at(q, limit);
             let mu = pool.clearing_rate(n, h);
@@ -111,6 +114,9 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
             dropped += lost;
             cleared += dt * mu * scale * (1.0 - p);
             retried += dt * mu * scale * p;
+            if shed {
+                shed_total += dt * mu * scale * p;
+            }
 
             q = next;
             k += 1;
@@ -147,6 +153,7 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
             dropped,
             cleared,
             retried,
+            retries_shed: shed_total,
             drain_level: p.drain_level,
             drained: p.drained,
             drained_at: p.drained_at,

@@ -36,6 +36,8 @@ pub struct Summary {
     pub cleared: f64,
     /// Completions that failed downstream and were retried.
     pub retried: f64,
+    /// Retries dropped because the policy asked to shed them (included in `retried`).
+    pub retries_shed: f64,
     /// Queue depth counted as "drained".
     pub drain_level: f64,
     /// Whether the queue ended at or below `drain_level`.

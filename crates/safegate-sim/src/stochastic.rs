@@ -114,6 +114,8 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     let mut waiting: VecDeque<f64> = VecDeque::new();
     let mut busy: BinaryHeap<InService> = BinaryHeap::with_capacity(pool.executors.min(4096) as usize);
     let mut limit = u32::MAX;
+    let mut shed = false;
+    let mut retries_shed = 0u64;
     let initial = cfg.initial_queue.round() as u64;
     for _ in 0..initial {
         waiting.push_back(0.0);
@@ -164,6 +166,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 offered: offered as f64,
                 admitted: admitted as f64,
                 completed: (cleared + retried) as f64,
+                retried: retried as f64,
             }
         }};
     }
@@ -190,6 +193,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
             let action = policy.decide(&obs);
             let a = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
             limit = action.concurrency.unwrap_or(u32::MAX);
+            shed = action.shed_retries;
             let admit = a >= 1.0 || (a > 0.0 && rng.random::<f64>() < a);
             if !admit {
                 rejected += 1;
@@ -259,7 +263,9 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 let p = if retries_on { cfg.retries.probability(h_now) } else { 0.0 };
                 if p > 0.0 && rng.random::<f64>() < p {
                     retried += 1;
-                    if gate_retries {
+                    if shed {
+                        retries_shed += 1;
+                    } else if gate_retries {
                         offer!();
                     } else {
                         admitted += 1;
@@ -285,6 +291,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 let action = policy.decide(&obs);
                 let admit_now = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
                 limit = action.concurrency.unwrap_or(u32::MAX);
+                shed = action.shed_retries;
                 start_service!();
                 let q = q_of(&waiting, &busy) as f64;
                 tracker.sample(t, q);
@@ -327,6 +334,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
             dropped: dropped as f64,
             cleared: cleared as f64,
             retried: retried as f64,
+            retries_shed: retries_shed as f64,
             drain_level: p.drain_level,
             drained: p.drained,
             drained_at: p.drained_at,

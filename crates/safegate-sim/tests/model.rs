@@ -349,7 +349,7 @@ fn concurrency_cap_lets_lambda_80_drain() {
     struct Capped;
     impl safegate_core::Policy for Capped {
         fn decide(&mut self, _: &safegate_core::Observation) -> safegate_core::Action {
-            safegate_core::Action { admit: 1.0, concurrency: Some(4) }
+            safegate_core::Action { admit: 1.0, concurrency: Some(4), shed_retries: false }
         }
         fn name(&self) -> &'static str {
             "capped"

@@ -14,11 +14,13 @@
 //! u_max)`. This is the explicit filter of Mestres et al. (arXiv 2512.10118): no solver on
 //! the hot path. `tests` cross-check it against a general QP solver.
 
+pub mod backup;
 pub mod barrier;
 pub mod bound;
 pub mod constraint;
 pub mod decide;
 
+pub use backup::BackupPolicy;
 pub use barrier::Barrier;
 pub use constraint::{Constraint, ConstraintKind, FilterState};
 pub use decide::{Decision, Filter, FilterError};
