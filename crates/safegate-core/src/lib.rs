@@ -19,6 +19,7 @@
 //! assert_eq!(action.concurrency, None);
 //! ```
 
+pub mod boundary;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
@@ -26,6 +27,7 @@ pub mod policy;
 pub mod probe;
 pub mod quantile;
 pub mod safety;
+pub mod stats;
 
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};

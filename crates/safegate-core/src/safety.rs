@@ -187,10 +187,15 @@ impl<N: Policy> SafetyFilter<N> {
     fn decide_now(&mut self, obs: &Observation) -> Action {
         let dt = self.cfg.dt;
         let q = if obs.queue.is_finite() { obs.queue.max(0.0) } else { self.cfg.barrier.boundary() };
-        let offered_est = self.offered.update(obs.now, obs.offered);
         let s_hat = self.completed.update(obs.now, obs.completed).max(0.0);
-        let r_hat = self.retried.update(obs.now, obs.retried).max(0.0);
-        let lambda = if obs.offered_rate > 0.0 && obs.offered_rate.is_finite() { obs.offered_rate } else { offered_est.max(0.0) };
+        // The offered and retry rates are estimated only when the actuator does not know
+        // them / when retries happen: the common case costs nothing.
+        let lambda = if obs.offered_rate > 0.0 && obs.offered_rate.is_finite() {
+            obs.offered_rate
+        } else {
+            self.offered.update(obs.now, obs.offered).max(0.0)
+        };
+        let r_hat = if obs.retried > 0.0 || self.retried.get() != 0.0 { self.retried.update(obs.now, obs.retried).max(0.0) } else { 0.0 };
 
         if let Some(t0) = self.last_t {
             let step = obs.now - t0;

@@ -122,9 +122,11 @@ impl HealthSchedule {
         match self {
             HealthSchedule::Constant { level } => *level,
             HealthSchedule::Cycle(s) => {
-                // Same arithmetic as `piece`, kept branch-light for the fluid hot loop.
+                // Same arithmetic as `piece`, kept branch-light for the hot loops: for t ≥ 0 a
+                // truncating cast is the floor, without a libm call.
                 let period = s.period();
-                let phase = t - period * (t / period).floor();
+                let k = t / period;
+                let phase = t - period * if k >= 0.0 && k < 9.0e15 { k as i64 as f64 } else { k.floor() };
                 if phase < s.hold_high {
                     s.high
                 } else {

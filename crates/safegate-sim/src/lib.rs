@@ -33,7 +33,9 @@ pub mod health;
 pub mod model;
 pub mod record;
 pub mod scenario;
+pub mod stepped;
 pub mod stochastic;
+pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
 pub use config::{Config, InvalidConfig};
@@ -42,6 +44,7 @@ pub use health::{DipShape, HealthNoise, HealthSchedule, HealthTrack};
 pub use model::{usl_throughput, Busy, Pool};
 pub use record::{Outcome, RunOptions, Series, Summary};
 pub use scenario::{Mode, Scenario, ScenarioError};
+pub use stepped::run_stepped;
 pub use stochastic::run_stochastic;
 
 use safegate_core::Policy;
@@ -51,5 +54,6 @@ pub fn run<P: Policy + ?Sized>(mode: Mode, cfg: &Config, policy: &mut P, opts: R
     match mode {
         Mode::Fluid => run_fluid(cfg, policy, opts),
         Mode::Stochastic => run_stochastic(cfg, policy, opts),
+        Mode::Stepped => run_stepped(cfg, policy, opts),
     }
 }

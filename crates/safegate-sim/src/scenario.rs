@@ -17,7 +17,7 @@
 //! [run]
 //! duration = 400
 //! dt = 0.05
-//! mode = "fluid"       # or "stochastic"
+//! mode = "fluid"       # or "stochastic", "stepped"
 //! seed = 1
 //! ```
 //!
@@ -43,6 +43,8 @@ pub enum Mode {
     Fluid,
     /// Exact discrete-event simulation with Poisson arrivals (for probabilities).
     Stochastic,
+    /// Discrete-time stochastic chain on the `dt` grid (Monte Carlo at scale).
+    Stepped,
 }
 
 impl fmt::Display for Mode {
@@ -50,6 +52,7 @@ impl fmt::Display for Mode {
         f.write_str(match self {
             Mode::Fluid => "fluid",
             Mode::Stochastic => "stochastic",
+            Mode::Stepped => "stepped",
         })
     }
 }
@@ -637,4 +640,18 @@ mod tests {
         let e = Scenario::from_toml("[model]\nexecutors = -1", "t").unwrap_err().to_string();
         assert!(e.contains("model.executors") && e.contains("-1"), "{e}");
     }
+}
+
+/// Read and parse a boundary file (`safegate_core::boundary::Boundary`), with the same
+/// error messages as scenarios: unknown keys and wrong types name their path.
+pub fn load_boundary(path: &Path) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
+    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+    parse_boundary(&text, &path.display().to_string())
+}
+
+/// Parse a boundary from TOML text; `origin` names it in errors.
+pub fn parse_boundary(text: &str, origin: &str) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
+    let parse_err = |message: String| ScenarioError::Parse { origin: origin.to_string(), message };
+    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
+    safegate_core::boundary::Boundary::deserialize(toml::Value::Table(table)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
 }

@@ -8,10 +8,12 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bound_cmd;
 mod chart;
 mod progress;
 mod reproduce_cmd;
 mod run_cmd;
+mod verify_cmd;
 
 /// Admission control whose safety is a reviewable boundary.
 ///
@@ -33,6 +35,10 @@ enum Command {
     Run(Box<run_cmd::RunArgs>),
     /// Run every worked result of the seed and check ours against it (exit 1 on a failure).
     Reproduce(reproduce_cmd::ReproduceArgs),
+    /// Check a boundary file against the model by Monte Carlo over its envelope.
+    Verify(verify_cmd::VerifyArgs),
+    /// Horizon bounds (Freedman, Ville) and the inverse design for given margins and noise.
+    Bound(bound_cmd::BoundArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +46,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Run(args)) => run_cmd::run(&args),
         Some(Command::Reproduce(args)) => reproduce_cmd::run(&args),
+        Some(Command::Verify(args)) => verify_cmd::run(&args),
+        Some(Command::Bound(args)) => bound_cmd::run(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };

@@ -28,13 +28,15 @@ pub struct WindowedMoments {
     sum: f64,
     sum_sq: f64,
     since_resum: usize,
+    /// `1 / filled`, kept with `filled`.
+    inv_n: f64,
 }
 
 impl WindowedMoments {
     /// A window of `window` samples (at least 1). Allocates once, here.
     pub fn new(window: usize) -> Self {
         let window = window.max(1);
-        Self { buf: vec![0.0; window], next: 0, filled: 0, sum: 0.0, sum_sq: 0.0, since_resum: 0 }
+        Self { buf: vec![0.0; window], next: 0, filled: 0, sum: 0.0, sum_sq: 0.0, since_resum: 0, inv_n: 0.0 }
     }
 
     /// Add a sample; non-finite samples are ignored.
@@ -49,11 +51,15 @@ impl WindowedMoments {
             self.sum_sq -= old * old;
         } else {
             self.filled += 1;
+            self.inv_n = 1.0 / self.filled as f64;
         }
         self.buf[self.next] = x;
         self.sum += x;
         self.sum_sq += x * x;
-        self.next = (self.next + 1) % self.buf.len();
+        self.next += 1;
+        if self.next == self.buf.len() {
+            self.next = 0;
+        }
         self.since_resum += 1;
         if self.since_resum >= self.buf.len() {
             self.since_resum = 0;
@@ -79,7 +85,7 @@ impl WindowedMoments {
         if self.filled == 0 {
             0.0
         } else {
-            self.sum / self.filled as f64
+            self.sum * self.inv_n
         }
     }
 
@@ -89,9 +95,8 @@ impl WindowedMoments {
         if self.filled < 2 {
             return 0.0;
         }
-        let n = self.filled as f64;
-        let m = self.sum / n;
-        (self.sum_sq / n - m * m).max(0.0)
+        let m = self.sum * self.inv_n;
+        (self.sum_sq * self.inv_n - m * m).max(0.0)
     }
 }
 
@@ -104,14 +109,14 @@ pub struct EwmaRate {
     rate: f64,
     last_count: f64,
     last_t: Option<f64>,
-    /// Cached `(Δt, 1 − e^{−Δt/τ})` for the common fixed decision period.
-    cached: (f64, f64),
+    /// Cached `(Δt, 1 − e^{−Δt/τ}, 1/Δt)` for the common fixed decision period.
+    cached: (f64, f64, f64),
 }
 
 impl EwmaRate {
     /// A rate with time constant `tau` [s] starting at `initial` [per s].
     pub fn new(tau: f64, initial: f64) -> Self {
-        Self { tau: tau.max(1e-9), rate: initial, last_count: 0.0, last_t: None, cached: (f64::NAN, 0.0) }
+        Self { tau: tau.max(1e-9), rate: initial, last_count: 0.0, last_t: None, cached: (f64::NAN, 0.0, 0.0) }
     }
 
     /// Feed the cumulative `count` at time `now`; returns the rate.
@@ -120,14 +125,12 @@ impl EwmaRate {
         if let Some(t0) = self.last_t {
             let dt = now - t0;
             if dt > 0.0 && dt.is_finite() && count.is_finite() {
-                let w = if dt == self.cached.0 {
-                    self.cached.1
-                } else {
-                    let w = 1.0 - (-dt / self.tau).exp();
-                    self.cached = (dt, w);
-                    w
-                };
-                self.rate += w * ((count - self.last_count) / dt - self.rate);
+                // Decision periods recur: reuse the weight when Δt matches to rounding.
+                if (dt - self.cached.0).abs() > 1e-9 * dt {
+                    self.cached = (dt, 1.0 - (-dt / self.tau).exp(), 1.0 / dt);
+                }
+                let (_, w, inv) = self.cached;
+                self.rate += w * ((count - self.last_count) * inv - self.rate);
             }
         }
         if count.is_finite() {

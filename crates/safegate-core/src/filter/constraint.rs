@@ -220,11 +220,17 @@ impl Constraint {
     /// constraint (and NaN inputs give NaN, which the filter treats as infeasible).
     #[inline]
     pub fn upper(&self, x: &FilterState, boundary: f64) -> f64 {
+        self.upper_with(x, boundary, 1.0 / x.dt)
+    }
+
+    /// [`Constraint::upper`] with `1/dt` precomputed (the filter shares it across constraints).
+    #[inline]
+    pub fn upper_with(&self, x: &FilterState, boundary: f64, inv_dt: f64) -> f64 {
         let g = boundary - x.queue;
         let dt = x.dt;
         match *self {
-            Constraint::Expectation { decay } => (1.0 - decay) * g / dt - x.drift,
-            Constraint::Chance { kappa, decay } => ((1.0 - decay) * g - kappa * x.sigma) / dt - x.drift,
+            Constraint::Expectation { decay } => (1.0 - decay) * g * inv_dt - x.drift,
+            Constraint::Chance { kappa, decay } => ((1.0 - decay) * g - kappa * x.sigma) * inv_dt - x.drift,
             Constraint::PoissonChance { kappa, decay } => {
                 let r = (1.0 - decay) * g - dt * x.drift;
                 let s0 = x.sigma0 * x.sigma0;
@@ -236,7 +242,7 @@ impl Constraint {
                 if z < 0.0 {
                     return f64::NEG_INFINITY;
                 }
-                (z * z - s0) / dt
+                (z * z - s0) * inv_dt
             }
             Constraint::Bernstein { log_inv_eps: l, decay } => {
                 let r = (1.0 - decay) * g - dt * x.drift - l / 3.0;
@@ -245,14 +251,14 @@ impl Constraint {
                     // Even u = 0 leaves more than ε of crossing (or the inputs are NaN).
                     return if r.is_nan() || c.is_nan() { f64::NAN } else { f64::NEG_INFINITY };
                 }
-                (r + l - (2.0 * r * l + l * l + c).sqrt()) / dt
+                (r + l - (2.0 * r * l + l * l + c).sqrt()) * inv_dt
             }
-            Constraint::Cvar { kappa_eta, rho_requests } => (g + rho_requests - kappa_eta * x.sigma) / dt - x.drift,
-            Constraint::RateOfClosure { gamma0 } => gamma0 * g / dt - x.drift,
+            Constraint::Cvar { kappa_eta, rho_requests } => (g + rho_requests - kappa_eta * x.sigma) * inv_dt - x.drift,
+            Constraint::RateOfClosure { gamma0 } => gamma0 * g * inv_dt - x.drift,
             Constraint::SlewRateOfClosure { gamma0, gamma1 } => {
-                gamma0 * gamma1 * g / dt + (1.0 - gamma0 - gamma1) * (x.prev_admit + x.prev_drift) - x.drift
+                gamma0 * gamma1 * g * inv_dt + (1.0 - gamma0 - gamma1) * (x.prev_admit + x.prev_drift) - x.drift
             }
-            Constraint::BackupSet { depth } => (depth.min(boundary) - x.queue) / dt - x.drift,
+            Constraint::BackupSet { depth } => (depth.min(boundary) - x.queue) * inv_dt - x.drift,
         }
     }
 }

@@ -111,10 +111,11 @@ impl Filter {
     #[inline]
     pub fn upper(&self, x: &FilterState) -> (f64, Option<ConstraintKind>) {
         let boundary = self.barrier.boundary();
+        let inv_dt = 1.0 / x.dt;
         let mut u = f64::INFINITY;
         let mut which = None;
         for c in self.constraints[..self.len].iter().flatten() {
-            let ui = c.upper(x, boundary);
+            let ui = c.upper_with(x, boundary, inv_dt);
             let ui = if ui.is_nan() { f64::NEG_INFINITY } else { ui };
             if ui < u {
                 u = ui;

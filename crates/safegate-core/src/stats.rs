@@ -1,0 +1,99 @@
+//! Interval estimates for Monte-Carlo frequencies and tail means.
+
+/// `ln C(n, k)` via `libm::lgamma`.
+fn ln_choose(n: f64, k: f64) -> f64 {
+    libm::lgamma(n + 1.0) - libm::lgamma(k + 1.0) - libm::lgamma(n - k + 1.0)
+}
+
+/// `P(X ≤ k)` for `X ~ Binomial(n, p)`, summed in log space.
+pub fn binomial_cdf(k: u64, n: u64, p: f64) -> f64 {
+    if k >= n || p <= 0.0 {
+        return 1.0;
+    }
+    if p >= 1.0 {
+        return 0.0;
+    }
+    let (lp, lq) = (p.ln(), (-p).ln_1p());
+    let nf = n as f64;
+    (0..=k).map(|i| (ln_choose(nf, i as f64) + i as f64 * lp + (nf - i as f64) * lq).exp()).sum::<f64>().min(1.0)
+}
+
+/// Clopper–Pearson interval for `k` successes in `n` trials at confidence `1 − alpha`
+/// (exact, conservative; Clopper & Pearson, Biometrika 26, 1934). `(0, 1)` when `n = 0`.
+///
+/// # Examples
+///
+/// ```
+/// use safegate_core::stats::clopper_pearson;
+///
+/// // No exit in 1,000 trials: the 99 % upper limit is 1 − 0.005^(1/1000) ≈ 0.0053.
+/// let (lo, hi) = clopper_pearson(0, 1000, 0.01);
+/// assert_eq!(lo, 0.0);
+/// assert!((hi - (1.0 - 0.005f64.powf(1.0 / 1000.0))).abs() < 1e-9);
+/// ```
+pub fn clopper_pearson(k: u64, n: u64, alpha: f64) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 1.0);
+    }
+    let half = alpha / 2.0;
+    let lower = if k == 0 {
+        0.0
+    } else {
+        // Smallest p with P(X ≥ k) ≥ α/2, i.e. 1 − cdf(k − 1) = α/2.
+        bisect(|p| 1.0 - binomial_cdf(k - 1, n, p) - half)
+    };
+    let upper = if k >= n {
+        1.0
+    } else if k == 0 {
+        1.0 - half.powf(1.0 / n as f64)
+    } else {
+        // Largest p with P(X ≤ k) ≥ α/2.
+        bisect(|p| half - binomial_cdf(k, n, p))
+    };
+    (lower, upper)
+}
+
+/// Root of an increasing function on (0, 1).
+fn bisect(f: impl Fn(f64) -> f64) -> f64 {
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..80 {
+        let mid = 0.5 * (lo + hi);
+        if f(mid) < 0.0 {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    0.5 * (lo + hi)
+}
+
+/// Empirical CVaR at tail `eta`: the mean of the worst `⌈η·n⌉` losses (0 for no samples).
+pub fn empirical_cvar(losses: &mut [f64], eta: f64) -> f64 {
+    if losses.is_empty() {
+        return 0.0;
+    }
+    let k = ((eta * losses.len() as f64).ceil() as usize).clamp(1, losses.len());
+    losses.sort_unstable_by(|a, b| b.total_cmp(a));
+    losses[..k].iter().sum::<f64>() / k as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn clopper_pearson_known_values() {
+        // 5 of 100 at 95 %: (0.01643, 0.11284) (standard tables).
+        let (lo, hi) = clopper_pearson(5, 100, 0.05);
+        assert!((lo - 0.016_431).abs() < 1e-5 && (hi - 0.112_836).abs() < 1e-5, "{lo} {hi}");
+        let (lo, hi) = clopper_pearson(100, 100, 0.01);
+        assert!(hi == 1.0 && (lo - 0.005f64.powf(0.01)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn cvar_is_the_tail_mean() {
+        let mut v: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(empirical_cvar(&mut v, 0.05), (96.0 + 97.0 + 98.0 + 99.0 + 100.0) / 5.0);
+        assert_eq!(empirical_cvar(&mut [], 0.05), 0.0);
+    }
+}

@@ -1,0 +1,426 @@
+//! `verify`: a boundary checked against the model by Monte Carlo, over its envelope.
+//!
+//! For each cell of a grid over the boundary's envelope (traffic × lowest health of the
+//! scenario's dips) it runs `trials` independent trajectories of the horizon `T` in the
+//! stepped stochastic mode, once under the safety filter (wrapping the nominal controller)
+//! and once under the nominal controller alone, and measures:
+//! - the exit frequency: the share of trajectories whose queue ever exceeds `θ·Q`, with a
+//!   99 % Clopper–Pearson interval;
+//! - the empirical CVaR at tail η of the largest overshoot `max_t (q/Q − θ)⁺` per trajectory;
+//! - how often the filter was feasible, how often the backup acted, and the throughput the
+//!   filter gave up (Corollary 3's cost, measured), plus goodput.
+//!
+//! Every trajectory has its own seed derived from `(seed, cell, trial)`, so results do not
+//! depend on the number of threads.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rayon::prelude::*;
+use safegate_core::boundary::Boundary;
+use safegate_core::filter::bound::{freedman, HorizonInputs};
+use safegate_core::safety::{SafetyConfig, SafetyFilter};
+use safegate_core::stats::{clopper_pearson, empirical_cvar};
+use safegate_core::{Open, Policy, SeedGate};
+use serde::Serialize;
+
+use crate::health::HealthSchedule;
+use crate::{run_stepped, Config, RunOptions};
+
+/// The nominal controller under the filter.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum Nominal {
+    /// Admit everything.
+    Open,
+    /// The seed's gate.
+    SeedGate {
+        /// θ.
+        threshold: f64,
+        /// Sensitivity.
+        sensitivity: f64,
+    },
+}
+
+impl Nominal {
+    fn policy(&self) -> NominalPolicy {
+        match *self {
+            Nominal::Open => NominalPolicy::Open(Open),
+            Nominal::SeedGate { threshold, sensitivity } => {
+                NominalPolicy::Gate(SeedGate::new(threshold, sensitivity).unwrap_or_else(|_| SeedGate::new(0.7, 1.0).expect("valid")))
+            }
+        }
+    }
+}
+
+/// The nominal controllers verify can run (static dispatch).
+#[derive(Debug, Clone)]
+enum NominalPolicy {
+    Open(Open),
+    Gate(SeedGate),
+}
+
+impl Policy for NominalPolicy {
+    #[inline]
+    fn decide(&mut self, obs: &safegate_core::Observation) -> safegate_core::Action {
+        match self {
+            NominalPolicy::Open(p) => p.decide(obs),
+            NominalPolicy::Gate(p) => p.decide(obs),
+        }
+    }
+    fn name(&self) -> &'static str {
+        match self {
+            NominalPolicy::Open(p) => p.name(),
+            NominalPolicy::Gate(p) => p.name(),
+        }
+    }
+}
+
+/// What to verify and how hard.
+#[derive(Debug, Clone)]
+pub struct VerifyConfig {
+    /// The scenario (its pool, health shape, dt; traffic and dip depth are swept).
+    pub base: Config,
+    /// The boundary.
+    pub boundary: Boundary,
+    /// The nominal controller.
+    pub nominal: Nominal,
+    /// Trajectories per cell and arm.
+    pub trials: u64,
+    /// Grid points over the envelope's traffic range.
+    pub traffic_points: usize,
+    /// Grid points over the envelope's health range.
+    pub health_points: usize,
+    /// Seed.
+    pub seed: u64,
+}
+
+/// A frequency with its 99 % interval.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Frequency {
+    /// Point estimate.
+    pub estimate: f64,
+    /// 99 % Clopper–Pearson lower limit.
+    pub ci_low: f64,
+    /// 99 % Clopper–Pearson upper limit.
+    pub ci_high: f64,
+    /// Trajectories.
+    pub trials: u64,
+    /// Trajectories that left the safe set.
+    pub exits: u64,
+}
+
+/// An empirical CVaR with its parameters.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Cvar {
+    /// CVaR at tail η of the per-trajectory largest overshoot, barrier units.
+    pub estimate: f64,
+    /// η.
+    pub eta: f64,
+    /// ρ, if the boundary bounds it.
+    pub rho: Option<f64>,
+}
+
+/// What one arm (filtered or not) did in one cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct ArmResult {
+    /// Exit frequency over the horizon.
+    pub exit_probability: Frequency,
+    /// CVaR of the overshoot.
+    pub cvar: Cvar,
+    /// Largest overshoot seen, barrier units.
+    pub worst_overshoot: f64,
+    /// Share of filter decisions that were feasible (1 unfiltered).
+    pub feasible_fraction: f64,
+    /// Share of filter decisions where the backup acted (0 unfiltered).
+    pub backup_fraction: f64,
+    /// Share of decisions where a constraint bound the nominal action.
+    pub intervention_fraction: f64,
+    /// Throughput the filter gave up [req/s] (0 unfiltered).
+    pub throughput_given_up: f64,
+    /// Admitted rate [req/s].
+    pub admitted_rate: f64,
+    /// Successful completions [req/s].
+    pub goodput: f64,
+    /// Time-averaged queue depth.
+    pub mean_queue: f64,
+}
+
+/// One cell of the envelope.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellResult {
+    /// Base traffic λ [req/s].
+    pub traffic: f64,
+    /// Lowest health of the dips.
+    pub health_low: f64,
+    /// Under the filter.
+    pub filtered: ArmResult,
+    /// Without it.
+    pub unfiltered: ArmResult,
+}
+
+/// The analytic side of the report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Analytic {
+    /// ε of the boundary.
+    pub epsilon: f64,
+    /// Horizon T [s].
+    pub horizon: f64,
+    /// Decision steps in the horizon.
+    pub steps: u64,
+    /// Per-step ε of the chance constraint, `ε·dt/T`.
+    pub step_epsilon: f64,
+    /// The design bound: union over steps, `K·ε_step` (= ε; valid while every state is feasible).
+    pub union_bound: f64,
+    /// Freedman-type bound (Cosner et al. 2024) from an empty queue with α = 1, the prior
+    /// σ_q and δ at the arrivals' 1e-12 quantile: a reference, often vacuous at long horizons.
+    pub freedman: f64,
+    /// Inputs of the Freedman bound.
+    pub freedman_inputs: HorizonInputs,
+}
+
+/// The whole report.
+#[derive(Debug, Clone, Serialize)]
+pub struct VerifyReport {
+    /// The boundary's name.
+    pub boundary: Option<String>,
+    /// The nominal controller.
+    pub nominal: Nominal,
+    /// Analytic bounds.
+    pub analytic: Analytic,
+    /// The scenario's own cell (its traffic and dip depth).
+    pub scenario: CellResult,
+    /// Every cell of the envelope grid.
+    pub envelope: Vec<CellResult>,
+    /// ε.
+    pub epsilon: f64,
+    /// Share of feasible decisions over the whole envelope (filtered arm).
+    pub feasible_fraction: f64,
+    /// Share of backup decisions over the whole envelope (filtered arm).
+    pub backup_fraction: f64,
+    /// Cells whose filtered 99 % upper limit exceeds ε.
+    pub violations: Vec<(f64, f64)>,
+    /// Cells whose filtered CVaR exceeds ρ.
+    pub cvar_violations: Vec<(f64, f64)>,
+    /// Cells whose unfiltered 99 % upper limit exceeds ε.
+    pub unfiltered_violations: usize,
+    /// Trajectory-steps simulated.
+    pub trajectory_steps: u64,
+    /// "pass" or "fail", with the reason.
+    pub verdict: String,
+    /// Whether it passes.
+    pub pass: bool,
+}
+
+fn with_cell(base: &Config, traffic: f64, low: f64) -> Config {
+    let mut cfg = base.clone();
+    cfg.traffic = traffic;
+    match &mut cfg.health.schedule {
+        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => s.low = low.min(s.high),
+        HealthSchedule::Constant { level } => *level = level.min(1.0).max(low),
+        HealthSchedule::Trace { .. } => {}
+    }
+    cfg
+}
+
+fn trial_seed(seed: u64, cell: u64, trial: u64, arm: u64) -> u64 {
+    let mut z = seed ^ cell.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ trial.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ arm.rotate_left(40);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z ^ (z >> 31)
+}
+
+#[derive(Default, Clone, Copy)]
+struct Acc {
+    exits: u64,
+    decisions: u64,
+    infeasible: u64,
+    interventions: u64,
+    given_up: f64,
+    admitted: f64,
+    cleared: f64,
+    queue_time: f64,
+    worst: f64,
+}
+
+impl Acc {
+    fn add(mut self, o: Acc) -> Acc {
+        self.exits += o.exits;
+        self.decisions += o.decisions;
+        self.infeasible += o.infeasible;
+        self.interventions += o.interventions;
+        self.given_up += o.given_up;
+        self.admitted += o.admitted;
+        self.cleared += o.cleared;
+        self.queue_time += o.queue_time;
+        self.worst = self.worst.max(o.worst);
+        self
+    }
+}
+
+fn run_arm(cfg: &Config, safety: Option<&SafetyConfig>, nominal: Nominal, trials: u64, seed: u64, cell: u64, boundary: f64, capacity: f64, eta: f64, rho: Option<f64>, done: &AtomicU64) -> ArmResult {
+    let arm = u64::from(safety.is_some());
+    let threshold = boundary / capacity;
+    let results: Vec<(Acc, f64)> = (0..trials)
+        .into_par_iter()
+        .map(|t| {
+            let c = Config { seed: trial_seed(seed, cell, t, arm), ..cfg.clone() };
+            let mut acc = Acc::default();
+            let summary = match safety {
+                Some(s) => {
+                    let mut f = SafetyFilter::new(s.clone(), nominal.policy()).expect("validated filter");
+                    let out = run_stepped(&c, &mut f, RunOptions::default()).summary;
+                    let st = f.stats();
+                    acc.decisions = st.decisions;
+                    acc.infeasible = st.infeasible;
+                    acc.interventions = st.interventions;
+                    acc.given_up = st.given_up;
+                    out
+                }
+                None => run_stepped(&c, &mut nominal.policy(), RunOptions::default()).summary,
+            };
+            let overshoot = (summary.queue_max / capacity - threshold).max(0.0);
+            acc.exits = u64::from(summary.queue_max > boundary);
+            acc.admitted = summary.admitted;
+            acc.cleared = summary.cleared;
+            acc.queue_time = summary.backlog_time;
+            acc.worst = overshoot;
+            done.fetch_add(1, Ordering::Relaxed);
+            (acc, overshoot)
+        })
+        .collect();
+    let total = results.iter().fold(Acc::default(), |a, (b, _)| a.add(*b));
+    let mut losses: Vec<f64> = results.iter().map(|(_, l)| *l).collect();
+    let cvar = empirical_cvar(&mut losses, eta);
+    let (lo, hi) = clopper_pearson(total.exits, trials, 0.01);
+    let time = trials as f64 * cfg.steps() as f64 * cfg.dt;
+    let decisions = total.decisions.max(1) as f64;
+    ArmResult {
+        exit_probability: Frequency { estimate: total.exits as f64 / trials as f64, ci_low: lo, ci_high: hi, trials, exits: total.exits },
+        cvar: Cvar { estimate: cvar, eta, rho },
+        worst_overshoot: total.worst,
+        feasible_fraction: if safety.is_some() { 1.0 - total.infeasible as f64 / decisions } else { 1.0 },
+        backup_fraction: if safety.is_some() { total.infeasible as f64 / decisions } else { 0.0 },
+        intervention_fraction: if safety.is_some() { total.interventions as f64 / decisions } else { 0.0 },
+        throughput_given_up: total.given_up / time,
+        admitted_rate: total.admitted / time,
+        goodput: total.cleared / time,
+        mean_queue: total.queue_time / time,
+    }
+}
+
+fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
+    if n <= 1 || hi <= lo {
+        return vec![lo];
+    }
+    (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()
+}
+
+/// Run the verification; `progress` is told the fraction of trajectories done.
+pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<VerifyReport, safegate_core::boundary::BoundaryError> {
+    let b = &vc.boundary;
+    let capacity = b.barrier.capacity.unwrap_or(vc.base.pool.capacity);
+    let safety = b.safety_config(capacity)?;
+    let boundary = safety.barrier.boundary();
+    let mut base = vc.base.clone();
+    base.dt = b.decision.period;
+    base.duration = b.probability.horizon;
+    base.initial_queue = 0.0;
+    let (eta, rho) = match &b.magnitude {
+        Some(m) => (m.eta, Some(m.rho)),
+        None => (0.05, None),
+    };
+    let scenario_low = match &base.health.schedule {
+        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => s.low,
+        HealthSchedule::Constant { level } => *level,
+        HealthSchedule::Trace { .. } => 1.0,
+    };
+    let mut cells = vec![(base.traffic, scenario_low)];
+    for t in grid(b.envelope.traffic[0], b.envelope.traffic[1], vc.traffic_points) {
+        for h in grid(b.envelope.health[0], b.envelope.health[1], vc.health_points) {
+            cells.push((t, h));
+        }
+    }
+    let total = (cells.len() as u64) * 2 * vc.trials;
+    let done = AtomicU64::new(0);
+    let mut results = Vec::with_capacity(cells.len());
+    for (i, &(traffic, low)) in cells.iter().enumerate() {
+        let cfg = with_cell(&base, traffic, low);
+        let cell = i as u64;
+        let filtered = run_arm(&cfg, Some(&safety), vc.nominal, vc.trials, vc.seed, cell, boundary, capacity, eta, rho, &done);
+        progress(done.load(Ordering::Relaxed) as f64 / total as f64);
+        let unfiltered = run_arm(&cfg, None, vc.nominal, vc.trials, vc.seed, cell, boundary, capacity, eta, rho, &done);
+        progress(done.load(Ordering::Relaxed) as f64 / total as f64);
+        results.push(CellResult { traffic, health_low: low, filtered, unfiltered });
+    }
+    let scenario = results.remove(0);
+    let envelope = results;
+
+    let eps = b.probability.epsilon;
+    let violations: Vec<(f64, f64)> = std::iter::once(&scenario).chain(&envelope).filter(|c| c.filtered.exit_probability.ci_high > eps).map(|c| (c.traffic, c.health_low)).collect();
+    let cvar_violations: Vec<(f64, f64)> = match rho {
+        Some(r) => std::iter::once(&scenario).chain(&envelope).filter(|c| c.filtered.cvar.estimate > r).map(|c| (c.traffic, c.health_low)).collect(),
+        None => vec![],
+    };
+    let unfiltered_violations = std::iter::once(&scenario).chain(&envelope).filter(|c| c.unfiltered.exit_probability.ci_high > eps).count();
+    let n_cells = (envelope.len() + 1) as f64;
+    let feasible_fraction = std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
+    let backup_fraction = std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
+    let pass = violations.is_empty() && cvar_violations.is_empty();
+    let verdict = if pass {
+        format!("pass: in every cell the filtered exit frequency's 99 % upper limit is ≤ ε = {eps}{}", if rho.is_some() { " and the CVaR of the overshoot is ≤ ρ" } else { "" })
+    } else {
+        let mut why = Vec::new();
+        if !violations.is_empty() {
+            why.push(format!("exit frequency above ε in {} cell(s): {:?}", violations.len(), violations));
+        }
+        if !cvar_violations.is_empty() {
+            why.push(format!("CVaR above ρ in {} cell(s): {:?}", cvar_violations.len(), cvar_violations));
+        }
+        format!("fail: {}", why.join("; "))
+    };
+
+    // Analytic reference: Freedman from an empty queue, α = 1.
+    let dt = b.decision.period;
+    let lambda_max = b.envelope.traffic[1].max(base.traffic);
+    let (_, peak) = base.pool.peak_rate();
+    let sigma_q = ((lambda_max + peak) * dt).sqrt();
+    let xi_max = poisson_quantile(lambda_max * dt, 1e-12);
+    let inputs = HorizonInputs { h0: b.barrier.threshold, alpha: 1.0, sigma_h: sigma_q / capacity, delta: xi_max / capacity, steps: b.horizon_steps() };
+    let analytic = Analytic {
+        epsilon: eps,
+        horizon: b.probability.horizon,
+        steps: b.horizon_steps(),
+        step_epsilon: b.step_epsilon(),
+        union_bound: b.step_epsilon() * b.horizon_steps() as f64,
+        freedman: freedman(&inputs).probability,
+        freedman_inputs: inputs,
+    };
+    Ok(VerifyReport {
+        boundary: b.name.clone(),
+        nominal: vc.nominal,
+        analytic,
+        scenario,
+        envelope,
+        epsilon: eps,
+        feasible_fraction,
+        backup_fraction,
+        violations,
+        cvar_violations,
+        unfiltered_violations,
+        trajectory_steps: total * base.steps(),
+        verdict,
+        pass,
+    })
+}
+
+/// Smallest `k` with `P(Poisson(m) > k) ≤ tail`.
+fn poisson_quantile(m: f64, tail: f64) -> f64 {
+    let mut p = (-m).exp();
+    let mut cdf = p;
+    let mut k = 0.0;
+    while 1.0 - cdf > tail && k < 1e6 {
+        k += 1.0;
+        p *= m / k;
+        cdf += p;
+    }
+    k
+}
