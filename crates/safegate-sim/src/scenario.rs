@@ -283,6 +283,9 @@ pub struct Scenario {
     pub service: ServiceSection,
     /// `[run]`.
     pub run: RunSection,
+    /// `[boundary]`: a safety boundary to run under (the same keys as a boundary file, as
+    /// sub-tables: `[boundary.barrier]`, `[boundary.probability]`, …). Optional.
+    pub boundary: Option<safegate_core::boundary::Boundary>,
 }
 
 /// Why a scenario could not be loaded.

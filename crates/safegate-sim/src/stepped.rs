@@ -25,6 +25,7 @@ use crate::record::{Outcome, RunOptions, Series, Summary, Tracker};
 /// table (Chen & Asau 1974) so a draw starts its search at the right count.
 #[derive(Debug, Clone)]
 pub(crate) struct PoissonTable {
+    #[cfg_attr(not(test), allow(dead_code))]
     cdf: Vec<f64>,
     /// `cdf` scaled to 2⁶⁴, so a raw 64-bit draw is compared without conversion.
     cdf_bits: Vec<u64>,

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use safegate_core::{Policy, SeedGate};
+use safegate_core::safety::{FilterStats, SafetyFilter};
+use safegate_core::{Action, Observation, Policy, SeedGate};
 use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
@@ -78,6 +79,10 @@ pub(crate) struct RunArgs {
     /// Do not write the chart.
     #[arg(long)]
     pub(crate) no_svg: bool,
+    /// Run under the safety filter of this boundary file (replaces a `[boundary]` table);
+    /// the gate becomes its nominal controller, and the gate alone is the baseline.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) boundary: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -118,6 +123,30 @@ struct RunReport {
     scenario: Scenario,
     #[serde(flatten)]
     outcome: Outcome,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    filter: Option<FilterStats>,
+}
+
+/// The policies `run` can drive.
+#[derive(Debug)]
+enum RunPolicy {
+    Gate(SeedGate),
+    Filtered(Box<SafetyFilter<SeedGate>>),
+}
+
+impl Policy for RunPolicy {
+    fn decide(&mut self, obs: &Observation) -> Action {
+        match self {
+            RunPolicy::Gate(g) => g.decide(obs),
+            RunPolicy::Filtered(f) => f.decide(obs),
+        }
+    }
+    fn name(&self) -> &'static str {
+        match self {
+            RunPolicy::Gate(g) => g.name(),
+            RunPolicy::Filtered(f) => f.name(),
+        }
+    }
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
@@ -132,22 +161,34 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.every == 0 {
         anyhow::bail!("--every must be at least 1");
     }
+    let mut scenario = scenario;
+    if let Some(path) = &args.boundary {
+        scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
+    }
     let cfg = scenario.config(&origin)?;
     let gate = scenario.gate()?;
 
-    let mut variants: Vec<(String, Scenario, SeedGate)> = Vec::new();
-    let want_baseline = (args.baseline || args.scenario.is_none()) && gate.sensitivity() > 0.0;
-    if want_baseline {
-        let mut off = scenario.clone();
-        off.gate.sensitivity = 0.0;
-        variants.push(("gate off".to_string(), off, SeedGate::new(gate.threshold(), 0.0)?));
-    }
-    let label = if gate.sensitivity() > 0.0 {
+    let mut variants: Vec<(String, Scenario, RunPolicy)> = Vec::new();
+    let gate_label = if gate.sensitivity() > 0.0 {
         format!("gate on (θ {}, sens {})", gate.threshold(), gate.sensitivity())
     } else {
         "gate off".to_string()
     };
-    variants.push((label, scenario.clone(), gate));
+    if let Some(b) = &scenario.boundary {
+        let safety = b.safety_config(cfg.pool.capacity).map_err(|e| anyhow::anyhow!("{origin}: boundary: {e}"))?;
+        variants.push((gate_label.clone(), scenario.clone(), RunPolicy::Gate(gate)));
+        let name = b.name.clone().unwrap_or_else(|| "boundary".into());
+        let filter = SafetyFilter::new(safety, gate).map_err(|e| anyhow::anyhow!("{e}"))?;
+        variants.push((format!("filtered ({name})"), scenario.clone(), RunPolicy::Filtered(Box::new(filter))));
+    } else {
+        let want_baseline = (args.baseline || args.scenario.is_none()) && gate.sensitivity() > 0.0;
+        if want_baseline {
+            let mut off = scenario.clone();
+            off.gate.sensitivity = 0.0;
+            variants.push(("gate off".to_string(), off, RunPolicy::Gate(SeedGate::new(gate.threshold(), 0.0)?)));
+        }
+        variants.push((gate_label, scenario.clone(), RunPolicy::Gate(gate)));
+    }
 
     let steps = cfg.steps();
     let stride = if args.json { args.every } else { ((steps / 200_000) as usize).max(1) };
@@ -164,7 +205,11 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             &mut policy,
             RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
         );
-        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome });
+        let filter = match &policy {
+            RunPolicy::Filtered(f) => Some(*f.stats()),
+            RunPolicy::Gate(_) => None,
+        };
+        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter });
     }
     pb.finish_and_clear();
 
@@ -289,8 +334,30 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
         ),
     ];
     let mut rows = rows;
+    let boundary_q = scenario.boundary.as_ref().map(|b| b.barrier.threshold * cfg.pool.capacity);
+    if let Some(bq) = boundary_q {
+        rows.push(("time above θ·Q (filter)", Box::new(move |r| match &r.outcome.series {
+            Some(s) => format!("{:.1} %", 100.0 * s.queue.iter().filter(|q| **q > bq).count() as f64 / s.queue.len().max(1) as f64),
+            None => "-".into(),
+        })));
+    }
     if cfg.health.schedule.dip_end().is_some() {
         rows.push(("recovery after dip", Box::new(|r| fmt_opt(r.outcome.summary.recovery_after_dip))));
+    }
+    if reports.iter().any(|r| r.filter.is_some()) {
+        rows.push((
+            "filter: bound / backup",
+            Box::new(|r| match &r.filter {
+                Some(f) => format!(
+                    "{:.1}% / {:.1}% of {}",
+                    100.0 * f.interventions as f64 / f.decisions.max(1) as f64,
+                    100.0 * f.infeasible as f64 / f.decisions.max(1) as f64,
+                    f.decisions
+                ),
+                None => "-".into(),
+            }),
+        ));
+        rows.push(("filter: given up", Box::new(|r| r.filter.map_or("-".into(), |f| format!("{:.0} req", f.given_up)))));
     }
     if scenario.run.mode == Mode::Stochastic {
         rows.push((
