@@ -143,7 +143,7 @@ pub struct SafetyFilter<N> {
 impl<N: Policy> SafetyFilter<N> {
     /// Wrap `nominal` in the filter described by `cfg`.
     pub fn new(cfg: SafetyConfig, nominal: N) -> Result<Self, FilterError> {
-        let filter = Filter::new(cfg.barrier, &cfg.constraints)?;
+        let filter = Filter::new(cfg.barrier, &cfg.constraints)?.with_period(cfg.dt);
         let tau = cfg.rate_tau;
         Ok(Self {
             surprise: WindowedMoments::new(cfg.window),

@@ -245,13 +245,16 @@ impl Constraint {
                 (z * z - s0) * inv_dt
             }
             Constraint::Bernstein { log_inv_eps: l, decay } => {
-                let r = (1.0 - decay) * g - dt * x.drift - l / 3.0;
-                let c = l * l / 9.0 + 2.0 * l * x.sigma0 * x.sigma0;
-                if r < 0.0 || r * r < c {
-                    // Even u = 0 leaves more than ε of crossing (or the inputs are NaN).
-                    return if r.is_nan() || c.is_nan() { f64::NAN } else { f64::NEG_INFINITY };
+                let r = (1.0 - decay) * g - dt * x.drift - l * (1.0 / 3.0);
+                let c = l * l * (1.0 / 9.0) + 2.0 * l * x.sigma0 * x.sigma0;
+                let w = (r + l - (2.0 * r * l + l * l + c).max(0.0).sqrt()) * inv_dt;
+                // Feasible iff R ≥ √c; otherwise (or on NaN input) even u = 0 leaves more than
+                // ε of crossing. Written as a select so the hot path has no branch.
+                if r >= 0.0 && r * r >= c {
+                    w
+                } else {
+                    f64::NEG_INFINITY
                 }
-                (r + l - (2.0 * r * l + l * l + c).sqrt()) * inv_dt
             }
             Constraint::Cvar { kappa_eta, rho_requests } => (g + rho_requests - kappa_eta * x.sigma) * inv_dt - x.drift,
             Constraint::RateOfClosure { gamma0 } => gamma0 * g * inv_dt - x.drift,

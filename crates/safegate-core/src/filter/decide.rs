@@ -64,8 +64,10 @@ pub struct Decision {
 #[derive(Debug, Clone)]
 pub struct Filter {
     barrier: Barrier,
-    constraints: [Option<Constraint>; MAX_CONSTRAINTS],
+    constraints: [Constraint; MAX_CONSTRAINTS],
     len: usize,
+    /// The decision period seen last and its reciprocal, so a fixed period costs no division.
+    period: (f64, f64),
 }
 
 impl Filter {
@@ -74,11 +76,18 @@ impl Filter {
         if constraints.len() > MAX_CONSTRAINTS {
             return Err(FilterError::TooManyConstraints(constraints.len()));
         }
-        let mut arr = [None; MAX_CONSTRAINTS];
-        for (slot, c) in arr.iter_mut().zip(constraints) {
-            *slot = Some(*c);
+        let mut arr = [Constraint::Expectation { decay: 0.0 }; MAX_CONSTRAINTS];
+        arr[..constraints.len()].copy_from_slice(constraints);
+        Ok(Self { barrier, constraints: arr, len: constraints.len(), period: (0.05, 20.0) })
+    }
+
+    /// Tell the filter its usual decision period so a decision at that period needs no
+    /// division (any other `dt` still works).
+    pub fn with_period(mut self, dt: f64) -> Self {
+        if dt > 0.0 && dt.is_finite() {
+            self.period = (dt, 1.0 / dt);
         }
-        Ok(Self { barrier, constraints: arr, len: constraints.len() })
+        self
     }
 
     /// The barrier.
@@ -88,7 +97,7 @@ impl Filter {
 
     /// The active constraints.
     pub fn constraints(&self) -> impl Iterator<Item = &Constraint> {
-        self.constraints[..self.len].iter().flatten()
+        self.constraints[..self.len].iter()
     }
 
     /// A copy with one more constraint (Corollary 3: the result is never more permissive).
@@ -100,7 +109,7 @@ impl Filter {
 
     /// Replace the depth of the backup-set constraint, if there is one.
     pub fn set_backup_depth(&mut self, depth: f64) {
-        for c in self.constraints[..self.len].iter_mut().flatten() {
+        for c in self.constraints[..self.len].iter_mut() {
             if let Constraint::BackupSet { depth: d } = c {
                 *d = depth;
             }
@@ -111,12 +120,12 @@ impl Filter {
     #[inline]
     pub fn upper(&self, x: &FilterState) -> (f64, Option<ConstraintKind>) {
         let boundary = self.barrier.boundary();
-        let inv_dt = 1.0 / x.dt;
+        let inv_dt = if x.dt == self.period.0 { self.period.1 } else { 1.0 / x.dt };
         let mut u = f64::INFINITY;
         let mut which = None;
-        for c in self.constraints[..self.len].iter().flatten() {
-            let ui = c.upper_with(x, boundary, inv_dt);
-            let ui = if ui.is_nan() { f64::NEG_INFINITY } else { ui };
+        for c in self.constraints[..self.len].iter() {
+            // f64::max returns the other operand for NaN: NaN bounds become −∞ (infeasible).
+            let ui = c.upper_with(x, boundary, inv_dt).max(f64::NEG_INFINITY);
             if ui < u {
                 u = ui;
                 which = Some(c.kind());
