@@ -33,7 +33,11 @@ fn decision(c: &mut Criterion) {
     let xs = states();
     let seed80 = Filter::new(
         barrier,
-        &[Constraint::bernstein(0.01 * 0.05 / 600.0, 0.0).unwrap(), Constraint::cvar_worst_case(0.05, 0.05, 200.0).unwrap(), Constraint::BackupSet { depth: 140.0 }],
+        &[
+            Constraint::bernstein(0.01 * 0.05 / 600.0, 0.0).unwrap(),
+            Constraint::cvar_worst_case(0.05, 0.05, 200.0).unwrap(),
+            Constraint::BackupSet { depth: 140.0 },
+        ],
     )
     .unwrap();
     let mut i = 0usize;
@@ -62,7 +66,10 @@ fn decision(c: &mut Criterion) {
             black_box(all.decide(black_box(&xs[i]), 80.0, 80.0)).admit_rate
         })
     });
-    let boundary = Boundary { magnitude: Some(MagnitudeSection { rho: 0.05, ..MagnitudeSection::default() }), ..Boundary::default() };
+    let boundary = Boundary {
+        magnitude: Some(MagnitudeSection { rho: 0.05, ..MagnitudeSection::default() }),
+        ..Boundary::default()
+    };
     let mut f = SafetyFilter::new(boundary.safety_config(200.0).unwrap(), Open).unwrap();
     let mut k = 0u64;
     c.bench_function("SafetyFilter step (estimators + nominal + filter)", |b| {

@@ -317,7 +317,11 @@ impl Boundary {
             return Err(err("backup.concurrency", 0, "an integer ≥ 1"));
         }
         if bk.concurrency.is_some() && bk.policy != BackupName::RejectAllShedRetries {
-            return Err(err("backup.concurrency", bk.concurrency.unwrap_or(0), "only with policy = \"reject-all-shed-retries\""));
+            return Err(err(
+                "backup.concurrency",
+                bk.concurrency.unwrap_or(0),
+                "only with policy = \"reject-all-shed-retries\"",
+            ));
         }
         let e = &self.envelope;
         if !(e.traffic[0] >= 0.0 && e.traffic[0] <= e.traffic[1] && e.traffic[1].is_finite()) {
@@ -340,7 +344,8 @@ impl Boundary {
     pub fn safety_config(&self, capacity: f64) -> Result<SafetyConfig, BoundaryError> {
         self.validate(capacity)?;
         let q = self.barrier.capacity.unwrap_or(capacity);
-        let barrier = Barrier::new(self.barrier.threshold, q).map_err(|e| err("barrier.threshold", e.value, e.allowed))?;
+        let barrier =
+            Barrier::new(self.barrier.threshold, q).map_err(|e| err("barrier.threshold", e.value, e.allowed))?;
         let eps = self.step_epsilon();
         let decay = self.probability.decay;
         let dt = self.decision.period;
@@ -359,7 +364,8 @@ impl Boundary {
             });
         }
         if let Some(e) = &self.expectation {
-            constraints.push(Constraint::expectation(e.tau, dt).map_err(|x| err("expectation.tau", x.value, x.allowed))?);
+            constraints
+                .push(Constraint::expectation(e.tau, dt).map_err(|x| err("expectation.tau", x.value, x.allowed))?);
         }
         if let Some(r) = &self.rate_of_closure {
             let c = match r.gamma1 {
@@ -373,7 +379,9 @@ impl Boundary {
         }
         let backup = match self.backup.policy {
             BackupName::RejectAll => BackupPolicy::RejectAll,
-            BackupName::RejectAllShedRetries => BackupPolicy::RejectAllShedRetries { concurrency: self.backup.concurrency },
+            BackupName::RejectAllShedRetries => {
+                BackupPolicy::RejectAllShedRetries { concurrency: self.backup.concurrency }
+            }
         };
         Ok(SafetyConfig {
             barrier,

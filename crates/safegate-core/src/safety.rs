@@ -195,7 +195,11 @@ impl<N: Policy> SafetyFilter<N> {
         } else {
             self.offered.update(obs.now, obs.offered).max(0.0)
         };
-        let r_hat = if obs.retried > 0.0 || self.retried.get() != 0.0 { self.retried.update(obs.now, obs.retried).max(0.0) } else { 0.0 };
+        let r_hat = if obs.retried > 0.0 || self.retried.get() != 0.0 {
+            self.retried.update(obs.now, obs.retried).max(0.0)
+        } else {
+            0.0
+        };
 
         if let Some(t0) = self.last_t {
             let step = obs.now - t0;
@@ -219,14 +223,26 @@ impl<N: Policy> SafetyFilter<N> {
         };
         self.filter.set_backup_depth(implicit_safe_depth_constant(backup_drift, self.cfg.barrier.boundary(), horizon));
 
-        let state = FilterState { queue: q, dt, drift, sigma, sigma0, prev_admit: self.last_admit_rate, prev_drift: self.last_drift };
+        let state = FilterState {
+            queue: q,
+            dt,
+            drift,
+            sigma,
+            sigma0,
+            prev_admit: self.last_admit_rate,
+            prev_drift: self.last_drift,
+        };
         let nominal_action = self.nominal.decide(obs);
         let nominal_admit = if nominal_action.admit.is_nan() { 0.0 } else { nominal_action.admit.clamp(0.0, 1.0) };
         let d = self.filter.decide(&state, nominal_admit * lambda, lambda);
         self.stats.record(&d, dt);
 
         let mut action = Action {
-            admit: if lambda > 0.0 { (d.admit_rate / lambda).clamp(0.0, 1.0) } else { nominal_admit.min(if d.feasible { 1.0 } else { 0.0 }) },
+            admit: if lambda > 0.0 {
+                (d.admit_rate / lambda).clamp(0.0, 1.0)
+            } else {
+                nominal_admit.min(if d.feasible { 1.0 } else { 0.0 })
+            },
             concurrency: nominal_action.concurrency,
             shed_retries: nominal_action.shed_retries,
         };

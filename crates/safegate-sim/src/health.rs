@@ -126,7 +126,7 @@ impl HealthSchedule {
                 // truncating cast is the floor, without a libm call.
                 let period = s.period();
                 let k = t / period;
-                let phase = t - period * if k >= 0.0 && k < 9.0e15 { k as i64 as f64 } else { k.floor() };
+                let phase = t - period * if (0.0..9.0e15).contains(&k) { k as i64 as f64 } else { k.floor() };
                 if phase < s.hold_high {
                     s.high
                 } else {

@@ -577,6 +577,22 @@ pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
     Ok(points)
 }
 
+/// Read and parse a boundary file (`safegate_core::boundary::Boundary`), with the same
+/// error messages as scenarios: unknown keys and wrong types name their path.
+pub fn load_boundary(path: &Path) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
+    let text =
+        std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+    parse_boundary(&text, &path.display().to_string())
+}
+
+/// Parse a boundary from TOML text; `origin` names it in errors.
+pub fn parse_boundary(text: &str, origin: &str) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
+    let parse_err = |message: String| ScenarioError::Parse { origin: origin.to_string(), message };
+    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
+    safegate_core::boundary::Boundary::deserialize(toml::Value::Table(table))
+        .map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -643,18 +659,4 @@ mod tests {
         let e = Scenario::from_toml("[model]\nexecutors = -1", "t").unwrap_err().to_string();
         assert!(e.contains("model.executors") && e.contains("-1"), "{e}");
     }
-}
-
-/// Read and parse a boundary file (`safegate_core::boundary::Boundary`), with the same
-/// error messages as scenarios: unknown keys and wrong types name their path.
-pub fn load_boundary(path: &Path) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
-    let text = std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
-    parse_boundary(&text, &path.display().to_string())
-}
-
-/// Parse a boundary from TOML text; `origin` names it in errors.
-pub fn parse_boundary(text: &str, origin: &str) -> Result<safegate_core::boundary::Boundary, ScenarioError> {
-    let parse_err = |message: String| ScenarioError::Parse { origin: origin.to_string(), message };
-    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
-    safegate_core::boundary::Boundary::deserialize(toml::Value::Table(table)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
 }

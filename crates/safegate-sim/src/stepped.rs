@@ -67,7 +67,8 @@ impl PoissonTable {
             }
             guide.push(k as u32);
         }
-        let cdf_bits = cdf.iter().map(|&c| if c >= 1.0 { u64::MAX } else { (c * 18_446_744_073_709_551_616.0) as u64 }).collect();
+        let cdf_bits =
+            cdf.iter().map(|&c| if c >= 1.0 { u64::MAX } else { (c * 18_446_744_073_709_551_616.0) as u64 }).collect();
         Self { cdf, cdf_bits, guide, mean }
     }
 
@@ -137,7 +138,8 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
     let mut seg_t0 = 0.0f64;
     let mut seg_end = seg_left;
     let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
-    let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried, mut shed_n) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried, mut shed_n) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let every = opts.record_every.map(|e| e.max(1) as u64);
     let mut series = every.map(|_| Series::default());
     let chunk = if opts.progress.is_some() { (steps / 100).max(1) } else { u64::MAX };
@@ -178,7 +180,8 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
             let cand = completions.sample_bits(rng.next_u64());
             (binomial(&mut rng, cand, mu * dt / completions.mean) as u64).min(q)
         };
-        let fails = if retries_on && done > 0 { binomial(&mut rng, done as u32, cfg.retries.probability(h)) as u64 } else { 0 };
+        let fails =
+            if retries_on && done > 0 { binomial(&mut rng, done as u32, cfg.retries.probability(h)) as u64 } else { 0 };
         cleared += done - fails;
         retried += fails;
         q -= done;

@@ -45,9 +45,9 @@ impl Nominal {
     fn policy(&self) -> NominalPolicy {
         match *self {
             Nominal::Open => NominalPolicy::Open(Open),
-            Nominal::SeedGate { threshold, sensitivity } => {
-                NominalPolicy::Gate(SeedGate::new(threshold, sensitivity).unwrap_or_else(|_| SeedGate::new(0.7, 1.0).expect("valid")))
-            }
+            Nominal::SeedGate { threshold, sensitivity } => NominalPolicy::Gate(
+                SeedGate::new(threshold, sensitivity).unwrap_or_else(|_| SeedGate::new(0.7, 1.0).expect("valid")),
+            ),
         }
     }
 }
@@ -86,7 +86,7 @@ pub struct VerifyConfig {
     pub nominal: Nominal,
     /// Trajectories per cell and arm.
     pub trials: u64,
-    /// Grid points over the envelope's traffic range.
+    /// Grid points over the envelope's traffic range (0: the scenario's cell only).
     pub traffic_points: usize,
     /// Grid points over the envelope's health range.
     pub health_points: usize,
@@ -223,7 +223,10 @@ fn with_cell(base: &Config, traffic: f64, low: f64) -> Config {
 }
 
 fn trial_seed(seed: u64, cell: u64, trial: u64, arm: u64) -> u64 {
-    let mut z = seed ^ cell.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ trial.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ arm.rotate_left(40);
+    let mut z = seed
+        ^ cell.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        ^ trial.wrapping_mul(0xBF58_476D_1CE4_E5B9)
+        ^ arm.rotate_left(40);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z ^ (z >> 31)
 }
@@ -256,7 +259,23 @@ impl Acc {
     }
 }
 
-fn run_arm(cfg: &Config, safety: Option<&SafetyConfig>, nominal: Nominal, trials: u64, seed: u64, cell: u64, boundary: f64, capacity: f64, eta: f64, rho: Option<f64>, done: &AtomicU64) -> ArmResult {
+/// Everything one arm of one cell needs.
+#[derive(Clone, Copy)]
+struct Arm<'a> {
+    cfg: &'a Config,
+    safety: Option<&'a SafetyConfig>,
+    nominal: Nominal,
+    trials: u64,
+    seed: u64,
+    cell: u64,
+    boundary: f64,
+    capacity: f64,
+    eta: f64,
+    rho: Option<f64>,
+}
+
+fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
+    let Arm { cfg, safety, nominal, trials, seed, cell, boundary, capacity, eta, rho } = *arm_setup;
     let arm = u64::from(safety.is_some());
     let threshold = boundary / capacity;
     let results: Vec<(Acc, f64)> = (0..trials)
@@ -294,7 +313,13 @@ fn run_arm(cfg: &Config, safety: Option<&SafetyConfig>, nominal: Nominal, trials
     let time = trials as f64 * cfg.steps() as f64 * cfg.dt;
     let decisions = total.decisions.max(1) as f64;
     ArmResult {
-        exit_probability: Frequency { estimate: total.exits as f64 / trials as f64, ci_low: lo, ci_high: hi, trials, exits: total.exits },
+        exit_probability: Frequency {
+            estimate: total.exits as f64 / trials as f64,
+            ci_low: lo,
+            ci_high: hi,
+            trials,
+            exits: total.exits,
+        },
         cvar: Cvar { estimate: cvar, eta, rho },
         worst_overshoot: total.worst,
         feasible_fraction: if safety.is_some() { 1.0 - total.infeasible as f64 / decisions } else { 1.0 },
@@ -308,14 +333,20 @@ fn run_arm(cfg: &Config, safety: Option<&SafetyConfig>, nominal: Nominal, trials
 }
 
 fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    if n <= 1 || hi <= lo {
+    if n == 0 {
+        return vec![];
+    }
+    if n == 1 || hi <= lo {
         return vec![lo];
     }
     (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect()
 }
 
 /// Run the verification; `progress` is told the fraction of trajectories done.
-pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<VerifyReport, safegate_core::boundary::BoundaryError> {
+pub fn verify(
+    vc: &VerifyConfig,
+    progress: &(dyn Fn(f64) + Sync),
+) -> Result<VerifyReport, safegate_core::boundary::BoundaryError> {
     let b = &vc.boundary;
     let capacity = b.barrier.capacity.unwrap_or(vc.base.pool.capacity);
     let safety = b.safety_config(capacity)?;
@@ -345,9 +376,21 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
     for (i, &(traffic, low)) in cells.iter().enumerate() {
         let cfg = with_cell(&base, traffic, low);
         let cell = i as u64;
-        let filtered = run_arm(&cfg, Some(&safety), vc.nominal, vc.trials, vc.seed, cell, boundary, capacity, eta, rho, &done);
+        let arm = Arm {
+            cfg: &cfg,
+            safety: Some(&safety),
+            nominal: vc.nominal,
+            trials: vc.trials,
+            seed: vc.seed,
+            cell,
+            boundary,
+            capacity,
+            eta,
+            rho,
+        };
+        let filtered = run_arm(&arm, &done);
         progress(done.load(Ordering::Relaxed) as f64 / total as f64);
-        let unfiltered = run_arm(&cfg, None, vc.nominal, vc.trials, vc.seed, cell, boundary, capacity, eta, rho, &done);
+        let unfiltered = run_arm(&Arm { safety: None, ..arm }, &done);
         progress(done.load(Ordering::Relaxed) as f64 / total as f64);
         results.push(CellResult { traffic, health_low: low, filtered, unfiltered });
     }
@@ -355,18 +398,32 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
     let envelope = results;
 
     let eps = b.probability.epsilon;
-    let violations: Vec<(f64, f64)> = std::iter::once(&scenario).chain(&envelope).filter(|c| c.filtered.exit_probability.ci_high > eps).map(|c| (c.traffic, c.health_low)).collect();
+    let violations: Vec<(f64, f64)> = std::iter::once(&scenario)
+        .chain(&envelope)
+        .filter(|c| c.filtered.exit_probability.ci_high > eps)
+        .map(|c| (c.traffic, c.health_low))
+        .collect();
     let cvar_violations: Vec<(f64, f64)> = match rho {
-        Some(r) => std::iter::once(&scenario).chain(&envelope).filter(|c| c.filtered.cvar.estimate > r).map(|c| (c.traffic, c.health_low)).collect(),
+        Some(r) => std::iter::once(&scenario)
+            .chain(&envelope)
+            .filter(|c| c.filtered.cvar.estimate > r)
+            .map(|c| (c.traffic, c.health_low))
+            .collect(),
         None => vec![],
     };
-    let unfiltered_violations = std::iter::once(&scenario).chain(&envelope).filter(|c| c.unfiltered.exit_probability.ci_high > eps).count();
+    let unfiltered_violations =
+        std::iter::once(&scenario).chain(&envelope).filter(|c| c.unfiltered.exit_probability.ci_high > eps).count();
     let n_cells = (envelope.len() + 1) as f64;
-    let feasible_fraction = std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
-    let backup_fraction = std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
+    let feasible_fraction =
+        std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
+    let backup_fraction =
+        std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
     let pass = violations.is_empty() && cvar_violations.is_empty();
     let verdict = if pass {
-        format!("pass: in every cell the filtered exit frequency's 99 % upper limit is ≤ ε = {eps}{}", if rho.is_some() { " and the CVaR of the overshoot is ≤ ρ" } else { "" })
+        format!(
+            "pass: in every cell the filtered exit frequency's 99 % upper limit is ≤ ε = {eps}{}",
+            if rho.is_some() { " and the CVaR of the overshoot is ≤ ρ" } else { "" }
+        )
     } else {
         let mut why = Vec::new();
         if !violations.is_empty() {
@@ -384,7 +441,13 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
     let (_, peak) = base.pool.peak_rate();
     let sigma_q = ((lambda_max + peak) * dt).sqrt();
     let xi_max = poisson_quantile(lambda_max * dt, 1e-12);
-    let inputs = HorizonInputs { h0: b.barrier.threshold, alpha: 1.0, sigma_h: sigma_q / capacity, delta: xi_max / capacity, steps: b.horizon_steps() };
+    let inputs = HorizonInputs {
+        h0: b.barrier.threshold,
+        alpha: 1.0,
+        sigma_h: sigma_q / capacity,
+        delta: xi_max / capacity,
+        steps: b.horizon_steps(),
+    };
     let analytic = Analytic {
         epsilon: eps,
         horizon: b.probability.horizon,

@@ -63,14 +63,19 @@ pub(crate) fn run(a: &BoundArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("inputs: h0 = {}, α = {}, σ_h = {}, δ = {}, K = {}", a.h0, a.alpha, a.sigma, a.delta, a.steps);
-        println!("Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {:.4}, s² = {:.4}, P(exit within K) ≤ {:.6}", f.lambda, f.s2, f.probability);
+        println!(
+            "Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {:.4}, s² = {:.4}, P(exit within K) ≤ {:.6}",
+            f.lambda, f.s2, f.probability
+        );
         match v {
             Some(v) => println!("Ville-type (h ≤ {}): P(exit within K) ≤ {v:.6}", a.upper.unwrap_or_default()),
             None => println!("Ville-type: give --upper B (the barrier's maximum, θ for a queue) to compute it"),
         }
         if let (Some(e), Some(r)) = (a.epsilon, inverse) {
             match r {
-                Some(h) => println!("inverse design: ε = {e} needs h0 ≥ {h:.6} (start at most {h:.6}·Q below the boundary)"),
+                Some(h) => {
+                    println!("inverse design: ε = {e} needs h0 ≥ {h:.6} (start at most {h:.6}·Q below the boundary)")
+                }
                 None => println!("inverse design: no starting margin achieves ε = {e} with this noise over K steps"),
             }
         }

@@ -336,10 +336,16 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
     let mut rows = rows;
     let boundary_q = scenario.boundary.as_ref().map(|b| b.barrier.threshold * cfg.pool.capacity);
     if let Some(bq) = boundary_q {
-        rows.push(("time above θ·Q (filter)", Box::new(move |r| match &r.outcome.series {
-            Some(s) => format!("{:.1} %", 100.0 * s.queue.iter().filter(|q| **q > bq).count() as f64 / s.queue.len().max(1) as f64),
-            None => "-".into(),
-        })));
+        rows.push((
+            "time above θ·Q (filter)",
+            Box::new(move |r| match &r.outcome.series {
+                Some(s) => format!(
+                    "{:.1} %",
+                    100.0 * s.queue.iter().filter(|q| **q > bq).count() as f64 / s.queue.len().max(1) as f64
+                ),
+                None => "-".into(),
+            }),
+        ));
     }
     if cfg.health.schedule.dip_end().is_some() {
         rows.push(("recovery after dip", Box::new(|r| fmt_opt(r.outcome.summary.recovery_after_dip))));
@@ -357,7 +363,10 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
                 None => "-".into(),
             }),
         ));
-        rows.push(("filter: given up", Box::new(|r| r.filter.map_or("-".into(), |f| format!("{:.0} req", f.given_up)))));
+        rows.push((
+            "filter: given up",
+            Box::new(|r| r.filter.map_or("-".into(), |f| format!("{:.0} req", f.given_up))),
+        ));
     }
     if scenario.run.mode == Mode::Stochastic {
         rows.push((

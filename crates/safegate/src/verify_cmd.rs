@@ -53,13 +53,24 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
     boundary.safety_config(base.pool.capacity).with_context(|| format!("{}", args.boundary.display()))?;
     let nominal = match args.nominal.as_str() {
         "open" => Nominal::Open,
-        "seed-gate" => Nominal::SeedGate { threshold: scenario.gate.threshold, sensitivity: scenario.gate.sensitivity.max(f64::MIN_POSITIVE) },
+        "seed-gate" => Nominal::SeedGate {
+            threshold: scenario.gate.threshold,
+            sensitivity: scenario.gate.sensitivity.max(f64::MIN_POSITIVE),
+        },
         other => anyhow::bail!("--nominal {other:?}: expected open or seed-gate"),
     };
     if args.trials == 0 {
         anyhow::bail!("--trials must be at least 1");
     }
-    let vc = VerifyConfig { base, boundary, nominal, trials: args.trials, traffic_points: args.traffic_points, health_points: args.health_points, seed: args.seed };
+    let vc = VerifyConfig {
+        base,
+        boundary,
+        nominal,
+        trials: args.trials,
+        traffic_points: args.traffic_points,
+        health_points: args.health_points,
+        seed: args.seed,
+    };
     let pb = progress::bar(1000, "verifying", !args.json);
     let started = Instant::now();
     let report = verify(&vc, &|f| pb.set_position((f * 1000.0) as u64))?;
@@ -107,7 +118,8 @@ fn arm_line(s: &mut String, label: &str, a: &ArmResult) {
 fn render(r: &VerifyReport, path: &str, secs: f64) -> String {
     let mut s = String::new();
     let a = &r.analytic;
-    let _ = writeln!(s, "safegate verify: {} ({path}), nominal {:?}", r.boundary.clone().unwrap_or_default(), r.nominal);
+    let _ =
+        writeln!(s, "safegate verify: {} ({path}), nominal {:?}", r.boundary.clone().unwrap_or_default(), r.nominal);
     let _ = writeln!(
         s,
         "analytic: ε = {} over {} s = {} decisions; per-step ε {:.3e}; union bound {:.4} (valid while feasible); Freedman from empty (α = 1, δ = {:.3}, σ_h = {:.4}): {:.4}",
@@ -135,7 +147,12 @@ fn render(r: &VerifyReport, path: &str, secs: f64) -> String {
         r.unfiltered_violations,
         r.envelope.len() + 1
     );
-    let _ = writeln!(s, "{:.0} M trajectory-steps in {secs:.1} s ({:.1} M/s)", r.trajectory_steps as f64 / 1e6, r.trajectory_steps as f64 / secs / 1e6);
+    let _ = writeln!(
+        s,
+        "{:.0} M trajectory-steps in {secs:.1} s ({:.1} M/s)",
+        r.trajectory_steps as f64 / 1e6,
+        r.trajectory_steps as f64 / secs / 1e6
+    );
     let _ = writeln!(s, "verdict: {}", r.verdict);
     s
 }

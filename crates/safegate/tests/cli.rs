@@ -125,3 +125,81 @@ fn reproduce_writes_figures_and_rejects_unknown_ids() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no such experiment"));
 }
+
+#[test]
+fn bound_reproduces_the_worked_example() {
+    let out = safegate(&[
+        "bound",
+        "--h0",
+        "0.35",
+        "--alpha",
+        "1",
+        "--sigma",
+        "0.01",
+        "--delta",
+        "0.05",
+        "--steps",
+        "100",
+        "--upper",
+        "0.85",
+        "--epsilon",
+        "0.01",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!((v["freedman"]["lambda"].as_f64().unwrap() - 7.0).abs() < 1e-9);
+    assert!((v["freedman"]["s2"].as_f64().unwrap() - 4.0).abs() < 1e-9);
+    assert!((v["freedman"]["probability"].as_f64().unwrap() - 0.016).abs() < 0.0005);
+    assert!((v["ville"].as_f64().unwrap() - 0.588).abs() < 0.001);
+    assert!(v["inverse"]["required_h0"].as_f64().unwrap() > 0.35);
+    let bad =
+        safegate(&["bound", "--h0", "0.3", "--alpha", "1.5", "--sigma", "0.01", "--delta", "0.05", "--steps", "10"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("--alpha"));
+}
+
+#[test]
+fn verify_prints_the_headline_keys() {
+    let boundary = format!("{}/../../boundaries/seed-80.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = safegate(&[
+        "verify",
+        "--boundary",
+        &boundary,
+        "--trials",
+        "20",
+        "--traffic-points",
+        "0",
+        "--health-points",
+        "0",
+        "--json",
+    ]);
+    // 20 trials cannot bring the 99 % upper limit under 1 %: exit status 1, with the reason.
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["estimate", "ci_low", "ci_high", "trials"] {
+        assert!(v["exit_probability"][key].is_number(), "{key}");
+        assert!(v["unfiltered"]["exit_probability"][key].is_number(), "{key}");
+    }
+    assert_eq!(v["exit_probability"]["trials"], 20);
+    assert_eq!(v["epsilon"], 0.01);
+    assert_eq!(v["cvar"]["eta"], 0.05);
+    assert_eq!(v["cvar"]["rho"], 0.05);
+    assert!(v["feasible_fraction"].is_number() && v["backup_fraction"].is_number());
+    assert!(v["verdict"].as_str().unwrap().starts_with("fail"));
+    assert_eq!(v["exit_probability"]["exits"], 0);
+    assert_eq!(v["unfiltered"]["exit_probability"]["exits"], 20);
+}
+
+#[test]
+fn run_under_a_boundary_stays_below_it() {
+    let boundary = format!("{}/../../boundaries/seed-80.toml", env!("CARGO_MANIFEST_DIR"));
+    let out = safegate(&["run", "--boundary", &boundary, "--json", "--no-svg"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["summary"]["queue_max"].as_f64().unwrap() <= 140.0, "{}", v["summary"]["queue_max"]);
+    assert!(v["baseline"]["summary"]["queue_max"].as_f64().unwrap() > 190.0);
+    assert!(v["label"].as_str().unwrap().starts_with("filtered"));
+    let bad = safegate(&["run", "--boundary", "/nonexistent.toml", "--no-svg"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -126,7 +126,7 @@ impl EwmaRate {
             let dt = now - t0;
             if dt > 0.0 && dt.is_finite() && count.is_finite() {
                 // Decision periods recur: reuse the weight when Δt matches to rounding.
-                if (dt - self.cached.0).abs() > 1e-9 * dt {
+                if !((dt - self.cached.0).abs() <= 1e-9 * dt) {
                     self.cached = (dt, 1.0 - (-dt / self.tau).exp(), 1.0 / dt);
                 }
                 let (_, w, inv) = self.cached;
