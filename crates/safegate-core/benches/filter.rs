@@ -41,10 +41,24 @@ fn decision(c: &mut Criterion) {
     )
     .unwrap();
     let mut i = 0usize;
+    // The harness's own cost: pick a state, read one field through black_box.
+    c.bench_function("baseline (harness: pick a state, read it)", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            black_box(black_box(&xs[i]).queue * 0.5)
+        })
+    });
     c.bench_function("filter decision (seed-80: bernstein + cvar + backup set)", |b| {
         b.iter(|| {
             i = (i + 1) & 1023;
             black_box(seed80.decide(black_box(&xs[i]), 80.0, 80.0)).admit_rate
+        })
+    });
+    let cvar_only = Filter::new(barrier, &[Constraint::cvar_worst_case(0.05, 0.05, 200.0).unwrap()]).unwrap();
+    c.bench_function("filter decision (one linear constraint)", |b| {
+        b.iter(|| {
+            i = (i + 1) & 1023;
+            black_box(cvar_only.decide(black_box(&xs[i]), 80.0, 80.0)).admit_rate
         })
     });
     let all = Filter::new(

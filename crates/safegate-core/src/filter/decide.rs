@@ -139,15 +139,16 @@ impl Filter {
     /// (a non-finite or negative `u_max` is read as 0).
     #[inline]
     pub fn decide(&self, x: &FilterState, nominal: f64, u_max: f64) -> Decision {
-        let u_max = if u_max.is_finite() && u_max > 0.0 { u_max } else { 0.0 };
-        let nominal = if nominal.is_nan() { 0.0 } else { nominal.clamp(0.0, u_max) };
+        // Selects rather than early returns: the hot path has no data-dependent branch.
+        // f64::max/min return the other operand for NaN, so NaN inputs land on 0.
+        let u_max = if u_max > 0.0 && u_max < f64::INFINITY { u_max } else { 0.0 };
+        let nominal = nominal.max(0.0).min(u_max);
         let (upper, which) = self.upper(x);
-        if upper < 0.0 {
-            return Decision { admit_rate: 0.0, nominal, upper, bound_by: which, feasible: false, given_up: nominal };
-        }
-        let admit = nominal.min(upper).clamp(0.0, u_max);
+        let feasible = upper >= 0.0;
+        // With U ≥ 0 and nominal ∈ [0, u_max], min(nominal, U) is already in [0, u_max].
+        let admit = if feasible { nominal.min(upper) } else { 0.0 };
         let bound_by = if upper < nominal { which } else { None };
-        Decision { admit_rate: admit, nominal, upper, bound_by, feasible: true, given_up: nominal - admit }
+        Decision { admit_rate: admit, nominal, upper, bound_by, feasible, given_up: nominal - admit }
     }
 }
 
