@@ -14,7 +14,7 @@ use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
 use crate::config::Config;
-use crate::record::{Outcome, RunOptions, Series, Summary, Tracker};
+use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// Run the fluid model of `cfg` under `policy`.
 ///
@@ -135,33 +135,16 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
     }
 
     let duration = steps as f64 * dt;
-    let p = tracker.finish(q, duration, dt);
-    Outcome {
-        summary: Summary {
-            duration,
-            queue_min: p.queue_min,
-            queue_mean: p.queue_mean,
-            warmup: p.warmup,
-            settled_min: p.settled_min,
-            settled_max: p.settled_max,
-            queue_max: p.queue_max,
-            queue_final: q,
-            backlog_time: p.backlog_time,
-            offered,
-            admitted,
-            rejected,
-            dropped,
-            cleared,
-            retried,
-            retries_shed: shed_total,
-            drain_level: p.drain_level,
-            drained: p.drained,
-            drained_at: p.drained_at,
-            dip_end: p.dip_end,
-            recovery_after_dip: p.recovery_after_dip,
-            mean_sojourn: None,
-            events: steps,
-        },
-        series,
-    }
+    let totals = Totals {
+        offered,
+        admitted,
+        rejected,
+        dropped,
+        cleared,
+        retried,
+        retries_shed: shed_total,
+        mean_sojourn: None,
+        events: steps,
+    };
+    Outcome { summary: tracker.finish(totals, q, duration, dt), series }
 }

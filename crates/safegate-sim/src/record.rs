@@ -167,19 +167,28 @@ impl Tracker {
         }
     }
 
-    /// `resolution`: the time between samples, so "drained at" is the first sample after the
-    /// last one above the level (fluid), or the crossing time itself (stochastic: 0).
-    pub(crate) fn finish(self, q_final: f64, duration: f64, resolution: f64) -> PartialSummary {
+    /// Close the run: `resolution` is the time between samples, so "drained at" is the first
+    /// sample after the last one above the level (fluid), or the crossing itself (0).
+    pub(crate) fn finish(self, totals: Totals, q_final: f64, duration: f64, resolution: f64) -> Summary {
         let drained = q_final <= self.drain_level;
         let drained_at = if drained { Some(self.last_above.map_or(0.0, |t| t + resolution)) } else { None };
-        PartialSummary {
+        Summary {
+            duration,
             queue_min: self.min,
-            queue_max: self.max,
             queue_mean: self.integral / duration,
             warmup: self.warmup,
             settled_min: self.settled_min.is_finite().then_some(self.settled_min),
             settled_max: self.settled_max.is_finite().then_some(self.settled_max),
+            queue_max: self.max,
+            queue_final: q_final,
             backlog_time: self.integral,
+            offered: totals.offered,
+            admitted: totals.admitted,
+            rejected: totals.rejected,
+            dropped: totals.dropped,
+            cleared: totals.cleared,
+            retried: totals.retried,
+            retries_shed: totals.retries_shed,
             drain_level: self.drain_level,
             drained,
             drained_at,
@@ -188,21 +197,22 @@ impl Tracker {
                 (Some(t), Some(end)) => Some(t - end),
                 _ => None,
             },
+            mean_sojourn: totals.mean_sojourn,
+            events: totals.events,
         }
     }
 }
 
-pub(crate) struct PartialSummary {
-    pub(crate) queue_min: f64,
-    pub(crate) queue_max: f64,
-    pub(crate) queue_mean: f64,
-    pub(crate) warmup: f64,
-    pub(crate) settled_min: Option<f64>,
-    pub(crate) settled_max: Option<f64>,
-    pub(crate) backlog_time: f64,
-    pub(crate) drain_level: f64,
-    pub(crate) drained: bool,
-    pub(crate) drained_at: Option<f64>,
-    pub(crate) dip_end: Option<f64>,
-    pub(crate) recovery_after_dip: Option<f64>,
+/// The counters a simulator keeps, handed to [`Tracker::finish`].
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct Totals {
+    pub(crate) offered: f64,
+    pub(crate) admitted: f64,
+    pub(crate) rejected: f64,
+    pub(crate) dropped: f64,
+    pub(crate) cleared: f64,
+    pub(crate) retried: f64,
+    pub(crate) retries_shed: f64,
+    pub(crate) mean_sojourn: Option<f64>,
+    pub(crate) events: u64,
 }

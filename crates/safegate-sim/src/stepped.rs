@@ -19,7 +19,7 @@ use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
 use crate::config::Config;
-use crate::record::{Outcome, RunOptions, Series, Summary, Tracker};
+use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// Cumulative Poisson probabilities for one mean, for sampling by inversion, with a guide
 /// table (Chen & Asau 1974) so a draw starts its search at the right count.
@@ -224,35 +224,18 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
     }
 
     let duration = steps as f64 * dt;
-    let p = tracker.finish(q as f64, duration, dt);
-    Outcome {
-        summary: Summary {
-            duration,
-            queue_min: p.queue_min,
-            queue_mean: p.queue_mean,
-            warmup: p.warmup,
-            settled_min: p.settled_min,
-            settled_max: p.settled_max,
-            queue_max: p.queue_max,
-            queue_final: q as f64,
-            backlog_time: p.backlog_time,
-            offered: offered as f64,
-            admitted: admitted as f64,
-            rejected: rejected as f64,
-            dropped: dropped as f64,
-            cleared: cleared as f64,
-            retried: retried as f64,
-            retries_shed: shed_n as f64,
-            drain_level: p.drain_level,
-            drained: p.drained,
-            drained_at: p.drained_at,
-            dip_end: p.dip_end,
-            recovery_after_dip: p.recovery_after_dip,
-            mean_sojourn: None,
-            events: steps,
-        },
-        series,
-    }
+    let totals = Totals {
+        offered: offered as f64,
+        admitted: admitted as f64,
+        rejected: rejected as f64,
+        dropped: dropped as f64,
+        cleared: cleared as f64,
+        retried: retried as f64,
+        retries_shed: shed_n as f64,
+        mean_sojourn: None,
+        events: steps,
+    };
+    Outcome { summary: tracker.finish(totals, q as f64, duration, dt), series }
 }
 
 /// The highest health the schedule can reach (noise multiplies it by up to 1 + 6σ).

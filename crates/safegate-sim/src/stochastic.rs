@@ -22,7 +22,7 @@ use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
 use crate::config::Config;
-use crate::record::{Outcome, RunOptions, Series, Summary, Tracker};
+use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// A request in service: completes when the work clock reaches `target`.
 #[derive(Debug, Clone, Copy)]
@@ -316,35 +316,18 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     }
 
     let q_final = q_of(&waiting, &busy) as f64;
-    let p = tracker.finish(q_final, end, 0.0);
-    Outcome {
-        summary: Summary {
-            duration: end,
-            queue_min: p.queue_min,
-            queue_mean: p.queue_mean,
-            warmup: p.warmup,
-            settled_min: p.settled_min,
-            settled_max: p.settled_max,
-            queue_max: p.queue_max,
-            queue_final: q_final,
-            backlog_time: p.backlog_time,
-            offered: offered as f64,
-            admitted: admitted as f64,
-            rejected: rejected as f64,
-            dropped: dropped as f64,
-            cleared: cleared as f64,
-            retried: retried as f64,
-            retries_shed: retries_shed as f64,
-            drain_level: p.drain_level,
-            drained: p.drained,
-            drained_at: p.drained_at,
-            dip_end: p.dip_end,
-            recovery_after_dip: p.recovery_after_dip,
-            mean_sojourn: if cleared > 0 { Some(sojourn_sum / cleared as f64) } else { None },
-            events,
-        },
-        series,
-    }
+    let totals = Totals {
+        offered: offered as f64,
+        admitted: admitted as f64,
+        rejected: rejected as f64,
+        dropped: dropped as f64,
+        cleared: cleared as f64,
+        retried: retried as f64,
+        retries_shed: retries_shed as f64,
+        mean_sojourn: if cleared > 0 { Some(sojourn_sum / cleared as f64) } else { None },
+        events,
+    };
+    Outcome { summary: tracker.finish(totals, q_final, end, 0.0), series }
 }
 
 #[cfg(test)]

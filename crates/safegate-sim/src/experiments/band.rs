@@ -9,10 +9,7 @@ use crate::health::{HealthSchedule, HealthTrack};
 use crate::Config;
 
 fn window(setup: &Setup, sens: f64) -> (f64, f64, crate::Series) {
-    let shape = match &setup.base.health.schedule {
-        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => *s,
-        _ => Default::default(),
-    };
+    let shape = super::dip_shape(setup);
     let cfg = Config {
         traffic: 80.0,
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),

@@ -245,6 +245,14 @@ pub fn find(id: &str) -> Option<&'static Experiment> {
     ALL.iter().find(|e| e.id == id)
 }
 
+/// The dip shape of the setup's health schedule (the seed's when it has none).
+pub(crate) fn dip_shape(setup: &Setup) -> crate::DipShape {
+    match &setup.base.health.schedule {
+        crate::HealthSchedule::Cycle(s) | crate::HealthSchedule::Dip { shape: s, .. } => *s,
+        _ => crate::DipShape::default(),
+    }
+}
+
 /// Fluid run helper shared by the experiments: queue series at every step.
 pub(crate) fn fluid_series(cfg: &Config, sensitivity: f64, threshold: f64) -> crate::Series {
     let mut gate = safegate_core::SeedGate::new(threshold, sensitivity).expect("experiment gate parameters are valid");

@@ -9,10 +9,7 @@ use crate::health::{HealthSchedule, HealthTrack};
 use crate::{run_fluid, Config, RunOptions};
 
 fn final_queue(setup: &Setup, lambda: f64) -> f64 {
-    let shape = match &setup.base.health.schedule {
-        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => *s,
-        _ => Default::default(),
-    };
+    let shape = super::dip_shape(setup);
     let cfg = Config {
         traffic: lambda,
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),

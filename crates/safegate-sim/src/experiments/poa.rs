@@ -10,10 +10,7 @@ use crate::Config;
 
 /// The price of anarchy at traffic `lambda`, as a fraction.
 pub fn price_of_anarchy(setup: &Setup, lambda: f64) -> f64 {
-    let shape = match &setup.base.health.schedule {
-        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => *s,
-        _ => Default::default(),
-    };
+    let shape = super::dip_shape(setup);
     let cfg = Config {
         traffic: lambda,
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),

@@ -7,15 +7,12 @@
 //! approached ever more slowly), which the `critical-slowing` row checks.
 
 use super::{Figure, Report, Row, Setup};
-use crate::health::{DipShape, HealthSchedule, HealthTrack};
+use crate::health::{HealthSchedule, HealthTrack};
 use crate::{run_fluid, Config, RunOptions};
 
 /// Recovery delay after a dip at 20 s with the setup's pool and dip shape, or `None`.
 pub fn recovery_delay(setup: &Setup, lambda: f64) -> Option<f64> {
-    let shape = match &setup.base.health.schedule {
-        HealthSchedule::Cycle(s) | HealthSchedule::Dip { shape: s, .. } => *s,
-        _ => DipShape::default(),
-    };
+    let shape = super::dip_shape(setup);
     let ceiling = setup.base.pool.saturated_ceiling();
     // Long enough for the slowest recovery we ask about: (q_peak)/(ceiling − λ) plus margin.
     let gap = (ceiling - lambda).max(1e-3);
