@@ -122,16 +122,16 @@ impl Filter {
         let boundary = self.barrier.boundary();
         let inv_dt = if x.dt == self.period.0 { self.period.1 } else { 1.0 / x.dt };
         let mut u = f64::INFINITY;
-        let mut which = None;
-        for c in self.constraints[..self.len].iter() {
+        let mut which = usize::MAX;
+        for (i, c) in self.constraints[..self.len.min(MAX_CONSTRAINTS)].iter().enumerate() {
             // f64::max returns the other operand for NaN: NaN bounds become −∞ (infeasible).
             let ui = c.upper_with(x, boundary, inv_dt).max(f64::NEG_INFINITY);
-            if ui < u {
-                u = ui;
-                which = Some(c.kind());
-            }
+            // Branch-free arg-min: which constraint is tightest changes with the state.
+            let better = ui < u;
+            which = if better { i } else { which };
+            u = u.min(ui);
         }
-        (u, which)
+        (u, self.constraints.get(which).map(Constraint::kind))
     }
 
     /// Filter the nominal admitted rate `nominal` under `x`, with `u_max` the most that can be
