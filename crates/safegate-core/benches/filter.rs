@@ -20,7 +20,7 @@ fn states() -> Vec<FilterState> {
                 dt: 0.05,
                 drift: -75.0 + (i % 13) as f64,
                 sigma: 2.5 + (i % 7) as f64 * 0.1,
-                sigma0: 1.9 + (i % 5) as f64 * 0.1,
+                var0: 3.6 + (i % 5) as f64 * 0.4,
                 prev_admit: 80.0,
                 prev_drift: -75.0,
             }

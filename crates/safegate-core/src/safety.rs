@@ -214,7 +214,7 @@ impl<N: Policy> SafetyFilter<N> {
         let var = self.surprise.variance();
         let prior = (lambda + s_hat + r_hat) * dt;
         let sigma = var.max(prior).sqrt();
-        let sigma0 = (var - self.last_admit_rate * dt).max((s_hat + r_hat) * dt).sqrt();
+        let var0 = (var - self.last_admit_rate * dt).max((s_hat + r_hat) * dt);
 
         let horizon = self.cfg.backup_horizon;
         let backup_drift = match self.cfg.backup {
@@ -228,7 +228,7 @@ impl<N: Policy> SafetyFilter<N> {
             dt,
             drift,
             sigma,
-            sigma0,
+            var0,
             prev_admit: self.last_admit_rate,
             prev_drift: self.last_drift,
         };

@@ -105,7 +105,7 @@ fn closed_form_agrees_with_clarabel_on_thousands_of_instances() {
             dt: r.range(0.01, 0.5),
             drift: r.range(-150.0, 20.0),
             sigma: r.range(0.0, 5.0),
-            sigma0: r.range(0.0, 5.0),
+            var0: r.range(0.0, 25.0),
             prev_admit: r.range(0.0, 150.0),
             prev_drift: r.range(-150.0, 0.0),
         };

@@ -34,9 +34,9 @@ pub struct FilterState {
     pub drift: f64,
     /// Std of the next depth's noise `σ_q` [requests] (Gaussian, Cantelli, CVaR forms).
     pub sigma: f64,
-    /// Std of the part of the noise admission does not control `σ₀` [requests] (Poisson
-    /// and Bernstein forms, which add the admissions' own `u·dt`).
-    pub sigma0: f64,
+    /// Variance of the part of the noise admission does not control `σ₀²` [requests²]
+    /// (Poisson and Bernstein forms, which add the admissions' own `u·dt`).
+    pub var0: f64,
     /// Admitted rate of the previous decision [req/s] (slew-limited form).
     pub prev_admit: f64,
     /// Drift predicted at the previous decision [req/s] (slew-limited form).
@@ -233,7 +233,7 @@ impl Constraint {
             Constraint::Chance { kappa, decay } => ((1.0 - decay) * g - kappa * x.sigma) * inv_dt - x.drift,
             Constraint::PoissonChance { kappa, decay } => {
                 let r = (1.0 - decay) * g - dt * x.drift;
-                let s0 = x.sigma0 * x.sigma0;
+                let s0 = x.var0;
                 let disc = kappa * kappa + 4.0 * (r + s0);
                 if disc < 0.0 {
                     return f64::NEG_INFINITY;
@@ -246,7 +246,7 @@ impl Constraint {
             }
             Constraint::Bernstein { log_inv_eps: l, decay } => {
                 let r = (1.0 - decay) * g - dt * x.drift - l * (1.0 / 3.0);
-                let c = l * l * (1.0 / 9.0) + 2.0 * l * x.sigma0 * x.sigma0;
+                let c = l * l * (1.0 / 9.0) + 2.0 * l * x.var0;
                 let w = (r + l - (2.0 * r * l + l * l + c).max(0.0).sqrt()) * inv_dt;
                 // Feasible iff R ≥ √c; otherwise (or on NaN input) even u = 0 leaves more than
                 // ε of crossing. Written as a select so the hot path has no branch.
@@ -311,7 +311,7 @@ mod tests {
     use super::*;
 
     fn state(q: f64) -> FilterState {
-        FilterState { queue: q, dt: 0.05, drift: -75.0, sigma: 2.0, sigma0: 1.9, prev_admit: 80.0, prev_drift: -75.0 }
+        FilterState { queue: q, dt: 0.05, drift: -75.0, sigma: 2.0, var0: 3.61, prev_admit: 80.0, prev_drift: -75.0 }
     }
 
     #[test]
@@ -334,7 +334,7 @@ mod tests {
         let kappa = 3.0;
         let u = Constraint::PoissonChance { kappa, decay: 0.0 }.upper(&x, 140.0);
         let lhs = 20.0 - x.dt * x.drift - u * x.dt;
-        let rhs = kappa * (x.sigma0 * x.sigma0 + u * x.dt).sqrt();
+        let rhs = kappa * (x.var0 + u * x.dt).sqrt();
         assert!((lhs - rhs).abs() < 1e-9, "{lhs} {rhs}");
     }
 
@@ -348,7 +348,7 @@ mod tests {
         assert!(u > 0.0);
         let w = u * x.dt;
         let room = 30.0 - x.dt * x.drift - w; // x in P(X ≥ x)
-        let v = w + x.sigma0 * x.sigma0;
+        let v = w + x.var0;
         let tail = (-room * room / (2.0 * (v + room / 3.0))).exp();
         assert!((tail / eps - 1.0).abs() < 1e-6, "{tail}");
     }

@@ -169,12 +169,12 @@ mod tests {
 
     fn state() -> impl Strategy<Value = FilterState> {
         (any_f64(), prop_oneof![0.001f64..1.0, any_f64()], any_f64(), any_f64(), any_f64(), any_f64(), any_f64())
-            .prop_map(|(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState {
+            .prop_map(|(queue, dt, drift, sigma, var0, prev_admit, prev_drift)| FilterState {
                 queue,
                 dt,
                 drift,
                 sigma,
-                sigma0,
+                var0,
                 prev_admit,
                 prev_drift,
             })
@@ -182,12 +182,12 @@ mod tests {
 
     fn finite_state() -> impl Strategy<Value = FilterState> {
         (0.0f64..140.0, 0.01f64..0.5, -150.0f64..20.0, 0.0f64..5.0, 0.0f64..5.0, 0.0f64..100.0, -100.0f64..0.0)
-            .prop_map(|(queue, dt, drift, sigma, sigma0, prev_admit, prev_drift)| FilterState {
+            .prop_map(|(queue, dt, drift, sigma, var0, prev_admit, prev_drift)| FilterState {
                 queue,
                 dt,
                 drift,
                 sigma,
-                sigma0,
+                var0,
                 prev_admit,
                 prev_drift,
             })
