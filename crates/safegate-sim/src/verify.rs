@@ -158,6 +158,17 @@ pub struct CellResult {
     pub unfiltered: ArmResult,
 }
 
+/// Corollary 3 (joint enforcement cost floor), measured on the same seeds.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct CostFloor {
+    /// Throughput given up with the probability constraint alone [req/s].
+    pub probability_only: f64,
+    /// Throughput given up with the probability and CVaR constraints [req/s].
+    pub joint: f64,
+    /// Whether `joint ≥ probability_only` (adding a constraint can only raise the cost).
+    pub holds: bool,
+}
+
 /// The analytic side of the report.
 #[derive(Debug, Clone, Serialize)]
 pub struct Analytic {
@@ -203,6 +214,9 @@ pub struct VerifyReport {
     pub cvar_violations: Vec<(f64, f64)>,
     /// Cells whose unfiltered 99 % upper limit exceeds ε.
     pub unfiltered_violations: usize,
+    /// Corollary 3 measured in the scenario's cell, when the boundary has a CVaR bound: the
+    /// throughput given up with the probability constraint alone and with both.
+    pub cost_floor: Option<CostFloor>,
     /// Trajectory-steps simulated.
     pub trajectory_steps: u64,
     /// "pass" or "fail", with the reason.
@@ -397,6 +411,32 @@ pub fn verify(
     let scenario = results.remove(0);
     let envelope = results;
 
+    // Corollary 3: the same trajectories (same seeds) with the CVaR constraint removed.
+    let cost_floor = match &b.magnitude {
+        Some(_) => {
+            let mut prob_only = b.clone();
+            prob_only.magnitude = None;
+            let safety_p = prob_only.safety_config(capacity)?;
+            let cfg = with_cell(&base, scenario.traffic, scenario.health_low);
+            let arm = Arm {
+                cfg: &cfg,
+                safety: Some(&safety_p),
+                nominal: vc.nominal,
+                trials: vc.trials,
+                seed: vc.seed,
+                cell: 0,
+                boundary,
+                capacity,
+                eta,
+                rho,
+            };
+            let p = run_arm(&arm, &done).throughput_given_up;
+            let joint = scenario.filtered.throughput_given_up;
+            Some(CostFloor { probability_only: p, joint, holds: joint >= p - 1e-9 })
+        }
+        None => None,
+    };
+
     let eps = b.probability.epsilon;
     let violations: Vec<(f64, f64)> = std::iter::once(&scenario)
         .chain(&envelope)
@@ -469,7 +509,8 @@ pub fn verify(
         violations,
         cvar_violations,
         unfiltered_violations,
-        trajectory_steps: total * base.steps(),
+        cost_floor,
+        trajectory_steps: (total + if b.magnitude.is_some() { vc.trials } else { 0 }) * base.steps(),
         verdict,
         pass,
     })

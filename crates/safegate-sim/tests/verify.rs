@@ -75,3 +75,30 @@ fn results_do_not_depend_on_the_thread_count() {
     assert_eq!(a.scenario.filtered.mean_queue, b.scenario.filtered.mean_queue);
     assert_eq!(a.scenario.filtered.cvar.estimate, b.scenario.filtered.cvar.estimate);
 }
+
+#[test]
+fn corollary_3_adding_the_cvar_bound_never_gives_up_less() {
+    // A tight magnitude bound (η = 0.001, ρ = 0) binds where the default one does not.
+    let tight = Boundary {
+        magnitude: Some(MagnitudeSection { eta: 0.001, rho: 0.0, ..MagnitudeSection::default() }),
+        ..Boundary::default()
+    };
+    let vc = VerifyConfig {
+        base: Config::default(),
+        boundary: tight,
+        nominal: Nominal::Open,
+        trials: 60,
+        traffic_points: 0,
+        health_points: 0,
+        seed: 5,
+    };
+    let r = verify(&vc, &|_| {}).unwrap();
+    let c = r.cost_floor.expect("the boundary has a CVaR bound");
+    assert!(c.holds && c.joint > c.probability_only, "{c:?}");
+    // It holds the queue much lower than the probability constraint alone (≈ 117).
+    assert!(r.scenario.filtered.mean_queue < 80.0, "{}", r.scenario.filtered.mean_queue);
+    // With the default ρ the CVaR constraint never binds here (the seed's F16 holds).
+    let vc = VerifyConfig { boundary: seed_boundary(), trials: 30, ..vc };
+    let c = verify(&vc, &|_| {}).unwrap().cost_floor.unwrap();
+    assert!(c.holds && (c.joint - c.probability_only).abs() < 1e-9, "{c:?}");
+}
