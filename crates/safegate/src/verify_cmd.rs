@@ -50,6 +50,18 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
         None => (Scenario::from_toml(DEFAULT_SCENARIO, "<embedded band-80>")?, "<embedded band-80>".to_string()),
     };
     let base = scenario.config(&origin)?;
+    if base.service != safegate_sim::ServiceLaw::Exponential {
+        eprintln!(
+            "warning: {origin}: verify runs the stepped chain, whose completions are Poisson (exponential service); the scenario's {:?} service law is not represented",
+            base.service
+        );
+    }
+    if scenario.run.mode != safegate_sim::Mode::Stepped {
+        eprintln!(
+            "note: verify always runs the stepped stochastic chain (run.mode = {} in the scenario is not used)",
+            scenario.run.mode
+        );
+    }
     boundary.safety_config(base.pool.capacity).with_context(|| format!("{}", args.boundary.display()))?;
     let nominal = match args.nominal.as_str() {
         "open" => Nominal::Open,
