@@ -386,22 +386,24 @@ pub fn verify(
     }
     let total = (cells.len() as u64) * 2 * vc.trials;
     let done = AtomicU64::new(0);
+    // What every arm shares; each takes its cell's config, filter and index from here.
+    let template = Arm {
+        cfg: &base,
+        safety: None,
+        nominal: vc.nominal,
+        trials: vc.trials,
+        seed: vc.seed,
+        cell: 0,
+        boundary,
+        capacity,
+        eta,
+        rho,
+    };
     let mut results = Vec::with_capacity(cells.len());
     for (i, &(traffic, low)) in cells.iter().enumerate() {
         let cfg = with_cell(&base, traffic, low);
         let cell = i as u64;
-        let arm = Arm {
-            cfg: &cfg,
-            safety: Some(&safety),
-            nominal: vc.nominal,
-            trials: vc.trials,
-            seed: vc.seed,
-            cell,
-            boundary,
-            capacity,
-            eta,
-            rho,
-        };
+        let arm = Arm { cfg: &cfg, safety: Some(&safety), cell, ..template };
         let filtered = run_arm(&arm, &done);
         progress(done.load(Ordering::Relaxed) as f64 / total as f64);
         let unfiltered = run_arm(&Arm { safety: None, ..arm }, &done);
@@ -418,18 +420,7 @@ pub fn verify(
             prob_only.magnitude = None;
             let safety_p = prob_only.safety_config(capacity)?;
             let cfg = with_cell(&base, scenario.traffic, scenario.health_low);
-            let arm = Arm {
-                cfg: &cfg,
-                safety: Some(&safety_p),
-                nominal: vc.nominal,
-                trials: vc.trials,
-                seed: vc.seed,
-                cell: 0,
-                boundary,
-                capacity,
-                eta,
-                rho,
-            };
+            let arm = Arm { cfg: &cfg, safety: Some(&safety_p), cell: 0, ..template };
             let p = run_arm(&arm, &done).throughput_given_up;
             let joint = scenario.filtered.throughput_given_up;
             Some(CostFloor { probability_only: p, joint, holds: joint >= p - 1e-9 })
