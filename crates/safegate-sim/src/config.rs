@@ -109,3 +109,18 @@ impl Config {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn check_accepts_the_default_and_names_a_bad_field() {
+        assert!(Config::default().check().is_ok());
+        let e = Config { dt: 0.0, ..Config::default() }.check().unwrap_err();
+        assert_eq!(e.field, "run.dt");
+        let e = Config { initial_queue: 500.0, ..Config::default() }.check().unwrap_err();
+        assert_eq!(e.field, "run.initial_queue");
+        assert!(e.to_string().contains("[0, capacity]"));
+    }
+}
