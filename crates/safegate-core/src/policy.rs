@@ -36,6 +36,17 @@ pub struct Observation {
     pub completed: f64,
     /// Cumulative completions that failed downstream and came back as retries.
     pub retried: f64,
+    /// Cumulative time in the system (waiting plus in service) summed over completed
+    /// requests [s]. Its change over an interval divided by the change in `completed` is
+    /// the mean latency (RTT) of that interval. Models without individual requests use the
+    /// backlog-time integral `∫q dt`, the same sum by Little's law.
+    pub latency_total: f64,
+    /// The part of `latency_total` spent waiting for an executor [s] (latency minus wait is
+    /// service time, the signal a limiter on executors reads).
+    pub wait_total: f64,
+    /// Age of the oldest request still waiting for an executor [s], 0 when none waits: the
+    /// queueing delay Breakwater and DAGOR read.
+    pub oldest_wait: f64,
 }
 
 impl Observation {
@@ -53,6 +64,9 @@ impl Observation {
             admitted: 0.0,
             completed: 0.0,
             retried: 0.0,
+            latency_total: 0.0,
+            wait_total: 0.0,
+            oldest_wait: 0.0,
         }
     }
 

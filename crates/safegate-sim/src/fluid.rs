@@ -51,6 +51,8 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
         (0.0, 0.0, 0.0, 0.0, 0.0, 0.0);
     let mut limit = u32::MAX;
     let mut shed_total = 0.0;
+    // Little's-law latency sums: ∫q dt and ∫(q − n) dt.
+    let (mut latency_total, mut wait_total) = (0.0f64, 0.0f64);
 
     let every = opts.record_every.map(|e| e.max(1) as u64);
     let mut series = every.map(|e| {
@@ -70,17 +72,23 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
         while k < stop {
             let t = k as f64 * dt;
             let h = cfg.health.value(t);
+            let busy_now = pool.busy_at(q, limit);
+            let mu_now = pool.clearing_rate(busy_now, h);
             let obs = Observation {
                 now: t,
                 queue: q,
                 capacity: cap,
-                in_service: pool.busy_at(q, limit),
+                in_service: busy_now,
                 offered_rate: lambda,
                 health: Some(h),
                 offered,
                 admitted,
                 completed: cleared + retried,
                 retried,
+                latency_total,
+                wait_total,
+                // The expected wait of the last in line: the backlog ahead over the clearing rate.
+                oldest_wait: if mu_now > 0.0 { (q - busy_now).max(0.0) / mu_now } else { 0.0 },
             };
             let action = policy.decide(&obs);
             let a = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
@@ -118,6 +126,8 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
                 shed_total += dt * mu * scale * p;
             }
 
+            latency_total += q * dt;
+            wait_total += (q - n).max(0.0) * dt;
             q = next;
             k += 1;
             let tk = k as f64 * dt;

@@ -143,6 +143,8 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
     let every = opts.record_every.map(|e| e.max(1) as u64);
     let mut series = every.map(|_| Series::default());
     let chunk = if opts.progress.is_some() { (steps / 100).max(1) } else { u64::MAX };
+    // Little's-law latency sums: ∫q dt and ∫(q − n) dt.
+    let (mut latency_total, mut wait_total) = (0.0f64, 0.0f64);
 
     for k in 0..steps {
         let t = k as f64 * dt;
@@ -166,6 +168,18 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
             admitted: admitted as i64 as f64,
             completed: (cleared + retried) as i64 as f64,
             retried: retried as i64 as f64,
+            latency_total,
+            wait_total,
+            // The expected wait of the last in line, with the pool uncapped.
+            oldest_wait: {
+                let n0 = q.min(pool.executors as u64);
+                let mu0 = rates[n0 as usize] * h;
+                if q > n0 && mu0 > 0.0 {
+                    (q - n0) as f64 / mu0
+                } else {
+                    0.0
+                }
+            },
         };
         let action = policy.decide(&obs);
         let a = if action.admit.is_nan() { 0.0 } else { action.admit.clamp(0.0, 1.0) };
@@ -174,6 +188,8 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         // Completions among the requests present at the start of the step.
         let n = q.min(limit);
         let mu = rates[n as usize] * h;
+        latency_total += qf * dt;
+        wait_total += (q - n) as f64 * dt;
         let done = if n == 0 || completions.mean <= 0.0 {
             0
         } else {

@@ -29,6 +29,7 @@ use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 struct InService {
     target: f64,
     arrived: f64,
+    started: f64,
     seq: u64,
 }
 
@@ -125,6 +126,8 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sojourn_sum = 0.0f64;
+    // Latency and wait summed over every completion (cleared or retried), for policies.
+    let (mut latency_total, mut wait_total) = (0.0f64, 0.0f64);
     let mut events = 0u64;
     let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
 
@@ -167,6 +170,9 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 admitted: admitted as f64,
                 completed: (cleared + retried) as f64,
                 retried: retried as f64,
+                latency_total,
+                wait_total,
+                oldest_wait: waiting.front().map_or(0.0, |&a| t - a),
             }
         }};
     }
@@ -178,7 +184,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                     Some(arrived) => {
                         seq += 1;
                         let w = cfg.service.sample(&mut rng);
-                        busy.push(InService { target: work + w, arrived, seq });
+                        busy.push(InService { target: work + w, arrived, started: t, seq });
                     }
                     None => break,
                 }
@@ -259,6 +265,8 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 events += 1;
                 let job = busy.pop().expect("a completion needs a busy executor");
                 work = work.max(job.target);
+                latency_total += t - job.arrived;
+                wait_total += job.started - job.arrived;
                 let h_now = seg_h + seg_g * (t - seg_t0);
                 let p = if retries_on { cfg.retries.probability(h_now) } else { 0.0 };
                 if p > 0.0 && rng.random::<f64>() < p {
