@@ -20,6 +20,7 @@
 //! ```
 
 pub mod boundary;
+pub mod cycle;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
