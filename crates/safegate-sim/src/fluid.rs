@@ -154,6 +154,7 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
         retried,
         retries_shed: shed_total,
         mean_sojourn: None,
+        sojourn_quantiles: None,
         events: steps,
     };
     Outcome { summary: tracker.finish(totals, q, duration, dt), series }

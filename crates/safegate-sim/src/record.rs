@@ -51,6 +51,10 @@ pub struct Summary {
     pub recovery_after_dip: Option<f64>,
     /// Mean time in system of cleared requests [s] (stochastic mode only).
     pub mean_sojourn: Option<f64>,
+    /// Median time in system of cleared requests [s] (stochastic mode only).
+    pub sojourn_p50: Option<f64>,
+    /// 99th percentile of the time in system of cleared requests [s] (stochastic mode only).
+    pub sojourn_p99: Option<f64>,
     /// Steps (fluid) or random events (stochastic: arrivals and completions) simulated.
     pub events: u64,
 }
@@ -198,6 +202,8 @@ impl Tracker {
                 _ => None,
             },
             mean_sojourn: totals.mean_sojourn,
+            sojourn_p50: totals.sojourn_quantiles.map(|q| q[0]),
+            sojourn_p99: totals.sojourn_quantiles.map(|q| q[1]),
             events: totals.events,
         }
     }
@@ -214,5 +220,21 @@ pub(crate) struct Totals {
     pub(crate) retried: f64,
     pub(crate) retries_shed: f64,
     pub(crate) mean_sojourn: Option<f64>,
+    /// The 50th and 99th percentiles of the sojourns.
+    pub(crate) sojourn_quantiles: Option<[f64; 2]>,
     pub(crate) events: u64,
+}
+
+/// The `p`-quantiles (nearest rank) of `xs`, reordering it; `None` when empty.
+pub(crate) fn quantiles<const N: usize>(xs: &mut [f32], ps: [f64; N]) -> Option<[f64; N]> {
+    if xs.is_empty() {
+        return None;
+    }
+    let mut out = [0.0; N];
+    for (o, p) in out.iter_mut().zip(ps) {
+        let rank = ((p * xs.len() as f64).ceil() as usize).clamp(1, xs.len()) - 1;
+        let (_, v, _) = xs.select_nth_unstable_by(rank, f32::total_cmp);
+        *o = f64::from(*v);
+    }
+    Some(out)
 }

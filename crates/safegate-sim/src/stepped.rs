@@ -249,6 +249,7 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         retried: retried as f64,
         retries_shed: shed_n as f64,
         mean_sojourn: None,
+        sojourn_quantiles: None,
         events: steps,
     };
     Outcome { summary: tracker.finish(totals, q as f64, duration, dt), series }

@@ -126,6 +126,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     let (mut offered, mut admitted, mut rejected, mut dropped, mut cleared, mut retried) =
         (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut sojourn_sum = 0.0f64;
+    let mut sojourns: Vec<f32> = Vec::new();
     // Latency and wait summed over every completion (cleared or retried), for policies.
     let (mut latency_total, mut wait_total) = (0.0f64, 0.0f64);
     let mut events = 0u64;
@@ -282,6 +283,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 } else {
                     cleared += 1;
                     sojourn_sum += t - job.arrived;
+                    sojourns.push((t - job.arrived) as f32);
                 }
                 start_service!();
             }
@@ -333,6 +335,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
         retried: retried as f64,
         retries_shed: retries_shed as f64,
         mean_sojourn: if cleared > 0 { Some(sojourn_sum / cleared as f64) } else { None },
+        sojourn_quantiles: crate::record::quantiles(&mut sojourns, [0.5, 0.99]),
         events,
     };
     Outcome { summary: tracker.finish(totals, q_final, end, 0.0), series }

@@ -373,6 +373,13 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
             "mean sojourn",
             Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{:.3} s", x))),
         ));
+        rows.push((
+            "sojourn p50 / p99",
+            Box::new(|r| match (r.outcome.summary.sojourn_p50, r.outcome.summary.sojourn_p99) {
+                (Some(a), Some(b)) => format!("{a:.3} / {b:.3} s"),
+                _ => "-".into(),
+            }),
+        ));
     }
     let w0 = rows.iter().map(|(n, _)| n.chars().count()).max().unwrap_or(0) + 2;
     let cells: Vec<Vec<String>> = rows.iter().map(|(_, f)| reports.iter().map(f).collect()).collect();
