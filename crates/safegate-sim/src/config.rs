@@ -14,6 +14,8 @@ pub struct Config {
     pub pool: Pool,
     /// Base traffic λ [req/s].
     pub traffic: f64,
+    /// A step of traffic on top of the base (`None`: constant λ).
+    pub spike: Option<Spike>,
     /// Downstream health over time.
     pub health: HealthTrack,
     /// Retries (off by default).
@@ -39,6 +41,7 @@ impl Default for Config {
         Self {
             pool: Pool::default(),
             traffic: 80.0,
+            spike: None,
             health: HealthTrack::new(crate::HealthSchedule::Cycle(Default::default())),
             retries: Retries::Off,
             service: ServiceLaw::Exponential,
@@ -48,6 +51,29 @@ impl Default for Config {
             initial_queue: 0.0,
             drain_level: 6.0,
             warmup: 0.0,
+        }
+    }
+}
+
+/// A step change of the offered rate: λ = `rate` on `[start, start + duration)`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Spike {
+    /// Start [s].
+    pub start: f64,
+    /// Length [s].
+    pub duration: f64,
+    /// Offered rate during the spike [req/s].
+    pub rate: f64,
+}
+
+impl Config {
+    /// Offered rate at time `t` [req/s].
+    #[inline]
+    pub fn traffic_at(&self, t: f64) -> f64 {
+        match self.spike {
+            Some(s) if t >= s.start && t < s.start + s.duration => s.rate,
+            _ => self.traffic,
         }
     }
 }
@@ -90,6 +116,17 @@ impl Config {
         }
         if !(self.traffic >= 0.0 && self.traffic.is_finite()) {
             return bad("traffic.rate", self.traffic, "[0, ∞)");
+        }
+        if let Some(sp) = self.spike {
+            if !(sp.rate >= 0.0 && sp.rate.is_finite()) {
+                return bad("traffic.spike.rate", sp.rate, "[0, ∞)");
+            }
+            if !(sp.start >= 0.0 && sp.start.is_finite()) {
+                return bad("traffic.spike.start", sp.start, "[0, ∞)");
+            }
+            if !(sp.duration > 0.0 && sp.duration.is_finite()) {
+                return bad("traffic.spike.duration", sp.duration, "(0, ∞)");
+            }
         }
         if !(self.duration > 0.0 && self.duration.is_finite()) {
             return bad("run.duration", self.duration, "(0, ∞)");

@@ -40,7 +40,6 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
     let pool = cfg.pool;
     let cap = pool.capacity;
     let dt = cfg.dt;
-    let lambda = cfg.traffic;
     let steps = cfg.steps();
     let gate_retries = cfg.retries.path() == RetryPath::Gate;
     let retries_on = cfg.retries.enabled();
@@ -72,6 +71,7 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: Run
         while k < stop {
             let t = k as f64 * dt;
             let h = cfg.health.value(t);
+            let lambda = cfg.traffic_at(t);
             let busy_now = pool.busy_at(q, limit);
             let mu_now = pool.clearing_rate(busy_now, h);
             let obs = Observation {

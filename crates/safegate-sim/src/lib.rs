@@ -38,7 +38,7 @@ pub mod stochastic;
 pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
-pub use config::{Config, InvalidConfig};
+pub use config::{Config, InvalidConfig, Spike};
 pub use fluid::run_fluid;
 pub use health::{DipShape, HealthNoise, HealthSchedule, HealthTrack};
 pub use model::{usl_throughput, Busy, Pool};

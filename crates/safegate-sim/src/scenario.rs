@@ -85,11 +85,13 @@ impl Default for ModelSection {
 pub struct TrafficSection {
     /// Base traffic λ [req/s] (80).
     pub rate: f64,
+    /// A step of traffic, `{ start = 60, duration = 20, rate = 105 }` (none by default).
+    pub spike: Option<crate::config::Spike>,
 }
 
 impl Default for TrafficSection {
     fn default() -> Self {
-        Self { rate: 80.0 }
+        Self { rate: 80.0, spike: None }
     }
 }
 
@@ -412,6 +414,11 @@ impl Scenario {
             return Err(invalid("model.capacity", &m.capacity, "an integer in [1, 100000000]"));
         }
         nonneg("traffic.rate", self.traffic.rate)?;
+        if let Some(sp) = self.traffic.spike {
+            nonneg("traffic.spike.start", sp.start)?;
+            pos("traffic.spike.duration", sp.duration)?;
+            nonneg("traffic.spike.rate", sp.rate)?;
+        }
         if !(0.0..1.0).contains(&self.gate.threshold) {
             return Err(invalid("gate.threshold", &self.gate.threshold, "[0, 1)"));
         }
@@ -520,6 +527,7 @@ impl Scenario {
                 busy: m.busy,
             },
             traffic: self.traffic.rate,
+            spike: self.traffic.spike,
             health: HealthTrack { schedule, noise },
             retries,
             service,

@@ -124,6 +124,8 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
     let steps = cfg.steps();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
     let arrivals = PoissonTable::new(lambda * dt);
+    // A traffic spike: its own table, used on the steps that start inside it.
+    let spike = cfg.spike.map(|sp| (sp.start, sp.start + sp.duration, sp.rate, PoissonTable::new(sp.rate * dt)));
     // Thinning envelope for completions: the pool's peak rate at the highest health seen.
     let h_max = health_ceiling(cfg);
     let (_, peak) = pool.peak_rate();
@@ -162,7 +164,10 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
             queue: qf,
             capacity: pool.capacity,
             in_service: qf.min(pool.executors as f64),
-            offered_rate: lambda,
+            offered_rate: match &spike {
+                Some((a, b, rate, _)) if t >= *a && t < *b => *rate,
+                _ => lambda,
+            },
             health: Some(h),
             offered: offered as i64 as f64,
             admitted: admitted as i64 as f64,
@@ -203,7 +208,11 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         q -= done;
 
         // Arrivals: fresh offers plus retries through the gate.
-        let fresh = arrivals.sample_bits(rng.next_u64()) as u64;
+        let table = match &spike {
+            Some((a, b, _, table)) if t >= *a && t < *b => table,
+            _ => &arrivals,
+        };
+        let fresh = table.sample_bits(rng.next_u64()) as u64;
         let (gated_retries, direct_retries) = if action.shed_retries {
             shed_n += fails;
             (0, 0)

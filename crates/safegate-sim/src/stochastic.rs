@@ -56,6 +56,7 @@ enum Next {
     Arrival,
     Completion,
     Segment,
+    Rate,
     Tick,
     End,
 }
@@ -102,7 +103,13 @@ fn time_to_work(need: f64, f: f64, h: f64, g: f64) -> f64 {
 pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
-    let lambda = cfg.traffic;
+    let mut lambda = cfg.traffic_at(0.0);
+    // Times the offered rate steps (a spike's start and end); arrivals are memoryless, so at
+    // a step the next arrival is drawn afresh at the new rate.
+    let mut rate_steps: Vec<f64> = match cfg.spike {
+        Some(s) => [s.start + s.duration, s.start].into_iter().filter(|&x| x > 0.0).collect(),
+        None => Vec::new(),
+    };
     let end = cfg.steps() as f64 * cfg.dt;
     let retries_on = cfg.retries.enabled();
     let gate_retries = cfg.retries.path() == RetryPath::Gate;
@@ -133,7 +140,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
     let mut tracker = Tracker::new(cfg.drain_level, cfg.health.schedule.dip_end(), cfg.warmup);
 
     // Pending deterministic and random event times, with the sequence of their scheduling.
-    let draw_gap = |rng: &mut Xoshiro256PlusPlus| -> f64 {
+    let draw_gap = |rng: &mut Xoshiro256PlusPlus, lambda: f64| -> f64 {
         if lambda > 0.0 {
             let e: f64 = Exp1.sample(rng);
             e / lambda
@@ -141,7 +148,9 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
             f64::INFINITY
         }
     };
-    let mut t_arrival = draw_gap(&mut rng);
+    let mut t_arrival = draw_gap(&mut rng, lambda);
+    let mut t_rate = rate_steps.pop().unwrap_or(f64::INFINITY);
+    let mut s_rate = 0u64;
     let mut s_arrival = 0u64;
     let (mut seg_h, mut seg_g, seg_left) = cfg.health.segment(0.0);
     let mut seg_t0 = 0.0f64;
@@ -235,6 +244,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
             (t_arrival, s_arrival, Next::Arrival),
             (t_done, s_done, Next::Completion),
             (t_segment, s_segment, Next::Segment),
+            (t_rate, s_rate, Next::Rate),
             (t_tick, s_tick, Next::Tick),
         ] {
             if cand.0 < best.0 || (cand.0 == best.0 && cand.1 < best.1) {
@@ -260,7 +270,7 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 offer!();
                 seq += 1;
                 s_arrival = seq;
-                t_arrival = t + draw_gap(&mut rng);
+                t_arrival = t + draw_gap(&mut rng, lambda);
             }
             Next::Completion => {
                 events += 1;
@@ -295,6 +305,14 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts
                 seq += 1;
                 s_segment = seq;
                 t_segment = t + left;
+            }
+            Next::Rate => {
+                lambda = cfg.traffic_at(t);
+                t_arrival = t + draw_gap(&mut rng, lambda);
+                seq += 1;
+                s_arrival = seq;
+                s_rate = seq;
+                t_rate = rate_steps.pop().unwrap_or(f64::INFINITY);
             }
             Next::Tick => {
                 let obs = observe!();

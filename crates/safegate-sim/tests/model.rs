@@ -373,3 +373,35 @@ fn concurrency_cap_lets_lambda_80_drain() {
     let st = run_stochastic(&cfg, &mut Capped, RunOptions::default()).summary;
     assert!(st.queue_mean < 0.5 * 200.0, "{}", st.queue_mean);
 }
+
+/// A traffic spike adds `(rate − λ)·duration` offered requests in every mode.
+#[test]
+fn a_traffic_spike_adds_its_requests_in_every_mode() {
+    let cfg = Config {
+        traffic: 40.0,
+        spike: Some(Spike { start: 50.0, duration: 20.0, rate: 160.0 }),
+        health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+        duration: 200.0,
+        ..Config::default()
+    };
+    cfg.check().unwrap();
+    let expect = 40.0 * 200.0 + 120.0 * 20.0;
+    let f = run_fluid(&cfg, &mut Open, RunOptions::default()).summary;
+    assert!((f.offered - expect).abs() < 1.0, "fluid {}", f.offered);
+    // Poisson counts: within 4 standard deviations over 10 seeds.
+    let (mut st, mut sp) = (0.0, 0.0);
+    for seed in 0..10 {
+        let c = Config { seed, ..cfg.clone() };
+        st += run_stochastic(&c, &mut Open, RunOptions::default()).summary.offered;
+        sp += run_stepped(&c, &mut Open, RunOptions::default()).summary.offered;
+    }
+    let sd = (10.0 * expect).sqrt();
+    assert!((st - 10.0 * expect).abs() < 4.0 * sd, "stochastic {st} vs {}", 10.0 * expect);
+    assert!((sp - 10.0 * expect).abs() < 4.0 * sd, "stepped {sp} vs {}", 10.0 * expect);
+    // The queue builds during the spike (160 > the pool's 150 peak) and only then.
+    let mut opts = RunOptions::default();
+    opts.record_every = Some(20);
+    let s = run_fluid(&cfg, &mut Open, opts).series.unwrap();
+    let at = |t: f64| s.queue[s.t.iter().position(|&x| x >= t).unwrap()];
+    assert!(at(49.0) < 5.0 && at(69.0) > 100.0, "{} {}", at(49.0), at(69.0));
+}
