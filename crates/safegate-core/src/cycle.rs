@@ -52,6 +52,17 @@ pub struct CycleConfig {
     pub threshold: f64,
     /// Cap on busy executors (`None`: uncapped).
     pub concurrency: Option<u32>,
+    /// Queue depth, as a share of capacity, the pacing steers toward: pacing rate
+    /// `g·b̂ + (target·cap − q)/τ`. `None` is the seed's pure cycle, which holds whatever
+    /// queue it finds ("The Backlog Does Not Drain Itself Afterward"); a target repays that
+    /// scar, and below it stores work in the buffer for the next dip.
+    pub queue_target: Option<f64>,
+    /// Time constant τ of the steering toward the target [s].
+    pub queue_tau: f64,
+    /// After a round in which the pool sat idle while admission was paced below the offered
+    /// rate, raise the estimate by the probe gain (BBR re-probes after app-limited periods;
+    /// without this the estimate climbs back only once per eight-round cycle).
+    pub idle_growth: bool,
 }
 
 impl Default for CycleConfig {
@@ -65,6 +76,9 @@ impl Default for CycleConfig {
             abort_gamma: Some(0.5),
             threshold: 0.7,
             concurrency: None,
+            queue_target: None,
+            queue_tau: 2.0,
+            idle_growth: true,
         }
     }
 }
@@ -118,6 +132,7 @@ pub struct Cycle {
     round_completed: f64,
     round_margin: f64,
     backlogged: bool,
+    paced: bool,
     aborted: bool,
     started: bool,
     aborts: u64,
@@ -142,6 +157,14 @@ impl Cycle {
         if !(cfg.threshold > 0.0 && cfg.threshold <= 1.0) {
             return Err(ConfigError { field: "threshold", value: cfg.threshold, allowed: "(0, 1]" });
         }
+        if let Some(t) = cfg.queue_target {
+            if !(0.0..=1.0).contains(&t) {
+                return Err(ConfigError { field: "queue_target", value: t, allowed: "[0, 1]" });
+            }
+        }
+        if !(cfg.queue_tau > 0.0 && cfg.queue_tau.is_finite()) {
+            return Err(ConfigError { field: "queue_tau", value: cfg.queue_tau, allowed: "(0, ∞)" });
+        }
         if cfg.concurrency == Some(0) {
             return Err(ConfigError { field: "concurrency", value: 0.0, allowed: "1 or more" });
         }
@@ -163,6 +186,7 @@ impl Cycle {
             round_completed: 0.0,
             round_margin: 0.0,
             backlogged: true,
+            paced: false,
             aborted: false,
             started: false,
             aborts: 0,
@@ -207,6 +231,7 @@ impl Cycle {
         self.round_completed = obs.completed;
         self.round_margin = self.margin(obs);
         self.backlogged = true;
+        self.paced = false;
         self.aborted = false;
     }
 
@@ -217,6 +242,10 @@ impl Cycle {
         let before = self.bw.get();
         if delivered.is_finite() && (capacity_sample || delivered > before) {
             self.bw.update(self.round, delivered);
+        }
+        if self.cfg.idle_growth && !capacity_sample && self.paced && delivered.is_finite() && delivered > 0.0 {
+            // Idle pool, our own pacing the limit: the sample says nothing about capacity.
+            self.bw.update(self.round, before.max(delivered) * self.cfg.gains[0].max(1.0));
         }
         if capacity_sample && before > 0.0 && delivered.is_finite() {
             if let Some(imm) = self.imm.as_mut() {
@@ -285,8 +314,17 @@ impl Policy for Cycle {
             // An aborted probe paces at the drain gain for the rest of its round; the cycle's
             // clock is not moved, so later probes stay on schedule.
             let gain = if self.aborted { self.cfg.gains[1].min(self.cfg.gains[0]) } else { self.cfg.gains[self.phase] };
-            (gain * bw / lambda).clamp(0.0, 1.0)
+            let steer = match self.cfg.queue_target {
+                Some(target) if obs.capacity > 0.0 && obs.queue.is_finite() => {
+                    (target * obs.capacity - obs.queue) / self.cfg.queue_tau
+                }
+                _ => 0.0,
+            };
+            ((gain * bw + steer) / lambda).clamp(0.0, 1.0)
         };
+        if admit < 1.0 {
+            self.paced = true;
+        }
         Action { admit, concurrency: cap, shed_retries: false }
     }
 

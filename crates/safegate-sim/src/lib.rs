@@ -26,6 +26,7 @@
 //! ```
 
 pub mod behaviour;
+pub mod compare;
 pub mod config;
 pub mod experiments;
 pub mod fluid;

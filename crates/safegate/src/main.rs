@@ -10,6 +10,8 @@ use clap::{Parser, Subcommand};
 
 mod bound_cmd;
 mod chart;
+mod compare_cmd;
+mod detect_cmd;
 mod progress;
 mod reproduce_cmd;
 mod run_cmd;
@@ -39,6 +41,10 @@ enum Command {
     Verify(verify_cmd::VerifyArgs),
     /// Horizon bounds (Freedman, Ville) and the inverse design for given margins and noise.
     Bound(bound_cmd::BoundArgs),
+    /// Run the two-mode IMM regime detector over a series of values (posterior and alarms).
+    Detect(detect_cmd::DetectArgs),
+    /// Every nominal controller, with and without the filter, on the seed's scenarios.
+    Compare(Box<compare_cmd::CompareArgs>),
 }
 
 fn main() -> ExitCode {
@@ -48,6 +54,8 @@ fn main() -> ExitCode {
         Some(Command::Reproduce(args)) => reproduce_cmd::run(&args),
         Some(Command::Verify(args)) => verify_cmd::run(&args),
         Some(Command::Bound(args)) => bound_cmd::run(&args),
+        Some(Command::Detect(args)) => detect_cmd::run(&args),
+        Some(Command::Compare(args)) => compare_cmd::run(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };
