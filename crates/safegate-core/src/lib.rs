@@ -20,6 +20,7 @@
 //! ```
 
 pub mod boundary;
+pub mod controllers;
 pub mod cycle;
 pub mod estimators;
 pub mod filter;
