@@ -248,6 +248,20 @@ mod tests {
     }
 
     #[test]
+    fn light_queueing_adds_one_and_the_sweet_spot_holds() {
+        let mut v = Vegas::new(VegasConfig { initial_limit: 50.0, ..VegasConfig::default() }).unwrap();
+        let mut s = Synth::new(100.0, 8.0, 200.0);
+        // rtt₀ = 50 ms.
+        s.run(&mut v, 2, 0.05, 0.0);
+        // queue = ⌈50·(1 − 0.05/rtt)⌉ = ⌈1.5⌉ = 2: above lg = 1, below α = 3 → + 1.
+        s.run(&mut v, 5, 0.05 / 0.97, 0.0);
+        assert_eq!(v.estimate(), 55.0);
+        // ⌈55·0.07⌉ = 4 ∈ [α, β] = [3, 6]: hold.
+        s.run(&mut v, 5, 0.05 / 0.93, 0.0);
+        assert_eq!(v.estimate(), 55.0);
+    }
+
+    #[test]
     fn a_full_backlog_is_a_drop() {
         let mut v = Vegas::new(VegasConfig { initial_limit: 50.0, ..VegasConfig::default() }).unwrap();
         let mut s = Synth::new(200.0, 8.0, 200.0);
