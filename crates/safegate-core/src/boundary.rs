@@ -179,6 +179,29 @@ impl Default for EnvelopeSection {
     }
 }
 
+/// `[concurrency]`: the filter may also move the pool's concurrency cap (a second input).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConcurrencySection {
+    /// Executors in the pool, the cap when the nominal controller sets none (8).
+    pub executors: u32,
+    /// `w` in the filter's objective `(u_nom − u)² + w·(n − n_nom)²` [(req/s)² per
+    /// executor²] (1: moving the cap by k executors costs as much as giving up k req/s).
+    pub weight: f64,
+    /// Samples a service-curve bin needs before it is trusted (40: two seconds at 50 ms).
+    pub min_samples: u64,
+    /// The contention knee `C` of the declared curve shape `n·min(1, (C/n)²)`, used for
+    /// caps not yet learned (none: learned caps only).
+    pub knee: Option<f64>,
+}
+
+impl Default for ConcurrencySection {
+    fn default() -> Self {
+        let d = crate::safety::ConcurrencyInput::default();
+        Self { executors: d.executors, weight: d.weight, min_samples: d.min_samples, knee: d.knee }
+    }
+}
+
 /// `[decision]`: how often the filter decides.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -220,6 +243,8 @@ pub struct Boundary {
     pub backup: BackupSection,
     /// `[envelope]`.
     pub envelope: EnvelopeSection,
+    /// `[concurrency]` (optional): the cap as the filter's second input.
+    pub concurrency: Option<ConcurrencySection>,
     /// `[decision]`.
     pub decision: DecisionSection,
 }
@@ -330,6 +355,22 @@ impl Boundary {
         if !(e.health[0] >= 0.0 && e.health[0] <= e.health[1] && e.health[1] <= 1.0) {
             return Err(err("envelope.health", format!("{:?}", e.health), "[low, high] within [0, 1]"));
         }
+        if let Some(c) = &self.concurrency {
+            if !(1..=1_000_000).contains(&c.executors) {
+                return Err(err("concurrency.executors", c.executors, "an integer in [1, 1000000]"));
+            }
+            if !(c.weight >= 0.0 && c.weight.is_finite()) {
+                return Err(err("concurrency.weight", c.weight, "[0, ∞)"));
+            }
+            if let Some(k) = c.knee {
+                if !(k > 0.0 && k.is_finite()) {
+                    return Err(err("concurrency.knee", k, "(0, ∞)"));
+                }
+            }
+            if c.min_samples == 0 {
+                return Err(err("concurrency.min_samples", c.min_samples, "1 or more"));
+            }
+        }
         let dc = &self.decision;
         if !(dc.period > 0.0 && dc.period <= p.horizon) {
             return Err(err("decision.period", dc.period, "(0, probability.horizon]"));
@@ -391,6 +432,13 @@ impl Boundary {
             rate_tau: self.decision.rate_tau,
             backup,
             backup_horizon: self.backup.horizon,
+            concurrency: self.concurrency.as_ref().map(|c| crate::safety::ConcurrencyInput {
+                executors: c.executors,
+                weight: c.weight,
+                min_samples: c.min_samples,
+                knee: c.knee,
+                ..crate::safety::ConcurrencyInput::default()
+            }),
         })
     }
 }

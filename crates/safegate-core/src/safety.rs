@@ -16,7 +16,7 @@
 //! action. Counters of interventions, infeasible decisions and throughput given up are kept
 //! for reports (`verify`) and metrics.
 
-use crate::estimators::{EwmaRate, WindowedMoments};
+use crate::estimators::{EwmaRate, ServiceCurve, WindowedMoments};
 use crate::filter::backup::{implicit_safe_depth_constant, BackupPolicy};
 use crate::filter::{Barrier, Constraint, ConstraintKind, Decision, Filter, FilterError, FilterState};
 use crate::policy::{Action, Observation, Policy};
@@ -38,6 +38,50 @@ pub struct SafetyConfig {
     pub backup: BackupPolicy,
     /// Horizon of the backup-implicit safe set [s].
     pub backup_horizon: f64,
+    /// The concurrency cap as a second input (`None`: the filter never changes the cap).
+    pub concurrency: Option<ConcurrencyInput>,
+}
+
+/// The concurrency cap as the filter's second input.
+///
+/// The filter learns the service curve `μ(n, H)` online ([`ServiceCurve`]) from the
+/// completions of periods in which the busy count did not change. When a constraint binds
+/// the nominal admission (or none is feasible), it also tries every cap `n = 1..=P` whose
+/// curve bin is trusted: with the predicted service `μ̂(min(n, q), H)` in the drift, the
+/// closest action is the `(u, n)` minimising `(u_nom − u)² + w·(n − n_nom)²` subject to the
+/// constraints (the filter's QP over a discrete second input, solved by enumeration). On
+/// the seed's pool the curve peaks at `n = C`: capping there can double the service rate,
+/// which is what lets a pinned pool drain where no admission rule can.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ConcurrencyInput {
+    /// Executors in the pool `P` (the cap when the nominal sets none).
+    pub executors: u32,
+    /// `w`: the cost of moving the cap by one executor, in (req/s)² of admitted rate.
+    pub weight: f64,
+    /// Samples a curve bin needs before the filter trusts it.
+    pub min_samples: u64,
+    /// EWMA weight of the curve's bins.
+    pub alpha: f64,
+    /// The contention knee `C` of the declared service-curve shape `n·min(1, (C/n)²)` (the
+    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n_now)`,
+    /// the measured service rate scaled along the declared curve. `None`: learned bins only
+    /// (a pool that never leaves one busy count then never learns another).
+    pub knee: Option<f64>,
+}
+
+impl Default for ConcurrencyInput {
+    fn default() -> Self {
+        Self { executors: 8, weight: 1.0, min_samples: 40, alpha: 0.02, knee: None }
+    }
+}
+
+/// The declared curve shape `n·min(1, (C/n)²)`.
+fn shape(n: f64, knee: f64) -> f64 {
+    if n <= knee {
+        n
+    } else {
+        knee * knee / n
+    }
 }
 
 /// Counters of what the filter did.
@@ -57,6 +101,8 @@ pub struct FilterStats {
     pub given_up: f64,
     /// Interventions by the constraint that bound, in [`ConstraintKind`] order.
     pub bound_by: [u64; 8],
+    /// Decisions where the filter moved the concurrency cap away from the nominal one.
+    pub cap_changes: u64,
 }
 
 impl FilterStats {
@@ -112,6 +158,7 @@ fn kind_index(k: ConstraintKind) -> usize {
 ///     rate_tau: 0.5,
 ///     backup: BackupPolicy::RejectAll,
 ///     backup_horizon: 10.0,
+///     concurrency: None,
 /// };
 /// let mut f = SafetyFilter::new(cfg, Open).unwrap();
 /// let mut obs = Observation::new(0.0, 20.0, 200.0);
@@ -138,6 +185,10 @@ pub struct SafetyFilter<N> {
     last_action: Action,
     last_decision: Option<Decision>,
     stats: FilterStats,
+    curve: Option<ServiceCurve>,
+    /// Busy executors and completions at the previous decision.
+    last_busy: f64,
+    last_completed: f64,
 }
 
 impl<N: Policy> SafetyFilter<N> {
@@ -160,6 +211,11 @@ impl<N: Policy> SafetyFilter<N> {
             last_action: Action::OPEN,
             last_decision: None,
             stats: FilterStats::default(),
+            curve: cfg.concurrency.and_then(|c| {
+                ServiceCurve::new(c.executors.max(1) as usize, c.alpha).ok().map(|s| s.with_min_samples(c.min_samples))
+            }),
+            last_busy: f64::NAN,
+            last_completed: f64::NAN,
             cfg,
         })
     }
@@ -184,7 +240,96 @@ impl<N: Policy> SafetyFilter<N> {
         &self.filter
     }
 
+    /// The learned service curve (when the concurrency cap is a second input).
+    pub fn service_curve(&self) -> Option<&ServiceCurve> {
+        self.curve.as_ref()
+    }
+
+    /// Learn the service curve from the period that just ended, if the busy count held.
+    fn learn_curve(&mut self, obs: &Observation) {
+        let Some(curve) = self.curve.as_mut() else { return };
+        let step = self.last_t.map_or(0.0, |t0| obs.now - t0);
+        if step > 0.0 && obs.in_service == self.last_busy && obs.in_service >= 1.0 {
+            let rate = (obs.completed - self.last_completed) / step;
+            curve.observe(obs.in_service.round() as usize, obs.health, rate);
+        }
+        self.last_busy = obs.in_service;
+        self.last_completed = obs.completed;
+    }
+
+    /// Predicted service rate with the cap at `n`: the learned bin for `min(n, ⌈q⌉)` once
+    /// trusted, else the measured rate scaled along the declared shape (if a knee is set).
+    fn predict_service(
+        &self,
+        n: u32,
+        queue: f64,
+        busy_now: f64,
+        s_hat: f64,
+        health: Option<f64>,
+        ci: &ConcurrencyInput,
+    ) -> Option<f64> {
+        let curve = self.curve.as_ref()?;
+        let busy = (n as usize).min(queue.ceil().max(1.0) as usize);
+        if curve.samples(busy) >= ci.min_samples {
+            return curve.predict(busy, health);
+        }
+        match ci.knee {
+            Some(c) if busy_now >= 1.0 => Some(s_hat * shape(busy as f64, c) / shape(busy_now, c)),
+            _ => None,
+        }
+    }
+
+    /// The cap with the fastest predicted service (the backup's choice), if any is known.
+    fn fastest_cap(&self, queue: f64, busy_now: f64, s_hat: f64, health: Option<f64>) -> Option<u32> {
+        let ci = self.cfg.concurrency?;
+        let mut best: Option<(u32, f64)> = None;
+        for n in 1..=ci.executors {
+            if let Some(mu) = self.predict_service(n, queue, busy_now, s_hat, health, &ci) {
+                if best.is_none_or(|(_, b)| mu > b + 1e-9) {
+                    best = Some((n, mu));
+                }
+            }
+        }
+        best.map(|b| b.0)
+    }
+
+    /// The filter's QP over (admitted rate, concurrency cap), by enumeration of the caps
+    /// whose service the curve predicts (see [`ConcurrencyInput`]).
+    #[allow(clippy::too_many_arguments)]
+    fn best_cap(
+        &self,
+        state: &FilterState,
+        busy_now: f64,
+        s_hat: f64,
+        health: Option<f64>,
+        nominal: f64,
+        lambda: f64,
+        n_nom: u32,
+        d0: Decision,
+        ci: &ConcurrencyInput,
+    ) -> Option<(Decision, u32)> {
+        let cost = |d: &Decision, n: u32| {
+            let gap = d.nominal - d.admit_rate;
+            gap * gap + ci.weight * (n as f64 - n_nom as f64).powi(2) + if d.feasible { 0.0 } else { 1e18 }
+        };
+        let mut best: (f64, Option<(Decision, u32)>) = (cost(&d0, n_nom), None);
+        for n in 1..=ci.executors {
+            if n == n_nom {
+                continue;
+            }
+            let Some(mu) = self.predict_service(n, state.queue, busy_now, s_hat, health, ci) else { continue };
+            let x = FilterState { drift: state.drift + s_hat - mu, ..*state };
+            let d = self.filter.decide(&x, nominal, lambda);
+            let c = cost(&d, n);
+            if c < best.0 {
+                best = (c, Some((d, n)));
+            }
+        }
+        best.1
+    }
+
     fn decide_now(&mut self, obs: &Observation) -> Action {
+        self.learn_curve(obs);
         let dt = self.cfg.dt;
         let q = if obs.queue.is_finite() { obs.queue.max(0.0) } else { self.cfg.barrier.boundary() };
         let s_hat = self.completed.update(obs.now, obs.completed).max(0.0);
@@ -234,7 +379,28 @@ impl<N: Policy> SafetyFilter<N> {
         };
         let nominal_action = self.nominal.decide(obs);
         let nominal_admit = if nominal_action.admit.is_nan() { 0.0 } else { nominal_action.admit.clamp(0.0, 1.0) };
-        let d = self.filter.decide(&state, nominal_admit * lambda, lambda);
+        let mut d = self.filter.decide(&state, nominal_admit * lambda, lambda);
+        let mut cap = nominal_action.concurrency;
+        if let Some(ci) = self.cfg.concurrency {
+            if d.bound_by.is_some() || !d.feasible {
+                let n_nom = nominal_action.concurrency.map_or(ci.executors, |c| c.min(ci.executors));
+                if let Some((d1, n)) = self.best_cap(
+                    &state,
+                    obs.in_service,
+                    s_hat,
+                    obs.health,
+                    nominal_admit * lambda,
+                    lambda,
+                    n_nom,
+                    d,
+                    &ci,
+                ) {
+                    d = d1;
+                    cap = Some(n);
+                    self.stats.cap_changes += 1;
+                }
+            }
+        }
         self.stats.record(&d, dt);
 
         let mut action = Action {
@@ -243,11 +409,16 @@ impl<N: Policy> SafetyFilter<N> {
             } else {
                 nominal_admit.min(if d.feasible { 1.0 } else { 0.0 })
             },
-            concurrency: nominal_action.concurrency,
+            concurrency: cap,
             shed_retries: nominal_action.shed_retries,
         };
         if !d.feasible {
             action.admit = 0.0;
+            // With the cap as a second input, the backup also caps where the pool is
+            // predicted to clear fastest.
+            if let Some(n) = self.fastest_cap(q, obs.in_service, s_hat, obs.health) {
+                action.concurrency = Some(n);
+            }
             if let BackupPolicy::RejectAllShedRetries { concurrency } = self.cfg.backup {
                 if r_hat >= s_hat {
                     action.shed_retries = true;
@@ -304,6 +475,7 @@ mod tests {
             rate_tau: 0.5,
             backup: BackupPolicy::RejectAllShedRetries { concurrency: Some(4) },
             backup_horizon: 10.0,
+            concurrency: None,
         }
     }
 
@@ -349,5 +521,68 @@ mod tests {
         assert_eq!(a.admit, 0.0);
         assert!(a.shed_retries && a.concurrency == Some(4), "{a:?}");
         assert!(f.stats().infeasible > 0 && f.stats().backup_escalations > 0);
+    }
+
+    /// A pool pinned at eight busy (75 req/s) near the boundary with 80 offered: with the
+    /// declared knee the filter caps at C = 4 (150 req/s) and admits more; without a knee
+    /// and with no learned bins it cannot, and leaves the cap alone.
+    #[test]
+    fn the_cap_is_a_second_input() {
+        let run = |knee: Option<f64>| {
+            let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+            c.concurrency = Some(ConcurrencyInput { knee, ..ConcurrencyInput::default() });
+            let mut f = SafetyFilter::new(c, Open).unwrap();
+            let mut a = Action::OPEN;
+            for k in 0..200 {
+                let t = k as f64 * 0.05;
+                let mut o = obs(t, 125.0);
+                o.in_service = 8.0;
+                o.health = Some(1.0);
+                o.completed = 75.0 * t;
+                a = f.decide(&o);
+            }
+            (a, f.stats().cap_changes)
+        };
+        let (with, changes) = run(Some(4.0));
+        assert_eq!(with.concurrency, Some(4), "{with:?}");
+        assert!(changes > 0);
+        let (without, none) = run(None);
+        assert_eq!(without.concurrency, None);
+        assert_eq!(none, 0);
+        assert!(with.admit > without.admit, "{} vs {}", with.admit, without.admit);
+    }
+
+    /// Learned bins are used once trusted, and the knee is not needed then.
+    #[test]
+    fn learned_bins_drive_the_cap() {
+        let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+        c.concurrency = Some(ConcurrencyInput { min_samples: 10, ..ConcurrencyInput::default() });
+        let mut f = SafetyFilter::new(c, Open).unwrap();
+        let mu = |n: f64| 37.5 * n * (16.0 / (n * n)).min(1.0);
+        let (mut t, mut done) = (0.0, 0.0);
+        // Far from the boundary, the busy count wanders over 3..8 and the filter learns.
+        for n in [3.0, 4.0, 5.0, 6.0, 8.0] {
+            for _ in 0..30 {
+                let mut o = obs(t, 30.0);
+                o.in_service = n;
+                o.health = Some(1.0);
+                o.completed = done;
+                f.decide(&o);
+                t += 0.05;
+                done += mu(n) * 0.05;
+            }
+        }
+        assert_eq!(f.service_curve().unwrap().peak().map(|p| p.0), Some(4));
+        let mut a = Action::OPEN;
+        for _ in 0..40 {
+            let mut o = obs(t, 125.0);
+            o.in_service = 8.0;
+            o.health = Some(1.0);
+            o.completed = done;
+            a = f.decide(&o);
+            t += 0.05;
+            done += mu(8.0) * 0.05;
+        }
+        assert_eq!(a.concurrency, Some(4), "{a:?}");
     }
 }
