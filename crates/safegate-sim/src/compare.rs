@@ -15,7 +15,7 @@
 //!
 //! Optionally (`exit_trials > 0`) the exit frequency and CVaR of the cases inside the
 //! boundary's envelope are estimated from that many extra trials of the stepped chain (the
-//! fast mode `verify` uses), enough to show a 99 % upper limit below ε (≥ 459 trials with
+//! fast mode `verify` uses), enough to show a 99 % upper limit below ε (≥ 528 trials with
 //! no exit for ε = 0.01).
 
 use rayon::prelude::*;
@@ -467,13 +467,13 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     let mut jobs = Vec::new();
     let inside: Vec<bool> = cc.cases.iter().map(|c| inside_envelope(&c.config, b)).collect();
     for (ci, _) in cc.cases.iter().enumerate() {
-        for ai in 0..arms.len() {
+        for (ai, (_, filtered)) in arms.iter().enumerate() {
             for seed in 0..cc.seeds {
                 jobs.push(Job::Run { case: ci, arm: ai, seed });
             }
             if cc.exit_trials > 0 && inside[ci] {
                 // Unfiltered arms exit almost surely: a few trials show it.
-                let n = if arms[ai].1 { cc.exit_trials } else { cc.exit_trials.min(50) };
+                let n = if *filtered { cc.exit_trials } else { cc.exit_trials.min(50) };
                 let chunk = 25;
                 let mut first = 0;
                 while first < n {
@@ -492,7 +492,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     let done = std::sync::atomic::AtomicUsize::new(0);
 
     enum Out {
-        Run { case: usize, arm: usize, seed: u32, run: RunResult, trace: Trace },
+        Run { case: usize, arm: usize, seed: u32, run: Box<RunResult>, trace: Trace },
         Exit { case: usize, arm: usize, maxima: Vec<f64> },
         Curve { point: usize, arm: usize, goodput: f64 },
     }
@@ -506,7 +506,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                     let run = run_arm(&cfg, &arms[arm].0, arms[arm].1, b, true);
                     let boundary_depth = b.barrier.threshold * cfg.pool.capacity;
                     let trace = trace_metrics(&cfg, run.outcome.series.as_ref().expect("recorded"), boundary_depth);
-                    Out::Run { case, arm, seed, run, trace }
+                    Out::Run { case, arm, seed, run: Box::new(run), trace }
                 }
                 Job::Exit { case, arm, first, count } => {
                     let c = &cc.cases[case];
@@ -542,7 +542,9 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
             let runs: Vec<(&RunResult, &Trace, u32)> = outs
                 .iter()
                 .filter_map(|o| match o {
-                    Out::Run { case, arm, seed, run, trace } if *case == ci && *arm == ai => Some((run, trace, *seed)),
+                    Out::Run { case, arm, seed, run, trace } if *case == ci && *arm == ai => {
+                        Some((&**run, trace, *seed))
+                    }
                     _ => None,
                 })
                 .collect();
@@ -758,8 +760,10 @@ mod tests {
     fn the_drain_table_holds_in_the_model() {
         let rows = probe_collapse(&[0.9, 0.6]);
         for r in &rows {
-            assert!((r.probe - r.predicted[0]).abs() < 3.0, "{r:?}");
-            assert!((r.drain - r.predicted[1]).abs() < 3.0, "{r:?}");
+            // Within one 50-ms fluid step of the round's rate.
+            let step = 0.05 * 150.0 * (1.25 - r.capacity) + 0.5;
+            assert!((r.probe - r.predicted[0]).abs() < step, "{r:?}");
+            assert!((r.drain - r.predicted[1]).abs() < step, "{r:?}");
         }
         assert!(rows[0].drain < 0.0 && rows[1].drain > 0.0, "the drain adds below 0.75: {rows:?}");
         assert!(rows[1].probe_drain_abort < 0.5 * (rows[1].probe + rows[1].drain), "{rows:?}");

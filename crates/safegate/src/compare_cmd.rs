@@ -22,6 +22,10 @@ pub(crate) struct CompareArgs {
     /// through a dip, 80 and 120 on the cycle, a 1.4× spike, heavy tails, retries).
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub(crate) scenario: Vec<PathBuf>,
+    /// Only these of the default cases, comma-separated (dip-55, dip-74.5, dip-76, cycle-80,
+    /// cycle-120, spike-105, heavy-tail-80, retries-70).
+    #[arg(long, value_delimiter = ',', conflicts_with = "scenario")]
+    pub(crate) cases: Vec<String>,
     /// Policies, comma-separated (`safegate compare --list` shows them all).
     #[arg(long, value_delimiter = ',')]
     pub(crate) policies: Vec<String>,
@@ -32,7 +36,7 @@ pub(crate) struct CompareArgs {
     #[arg(long, default_value_t = 4)]
     pub(crate) seeds: u32,
     /// Extra stepped-chain trials per arm for the exit probability inside the envelope
-    /// (459 with no exit put the 99 % upper limit under ε = 0.01).
+    /// (528 with no exit put the two-sided 99 % upper limit under ε = 0.01).
     #[arg(long, default_value_t = 0)]
     pub(crate) exit_trials: u32,
     /// Seconds per run of the default cases (default: the boundary's horizon).
@@ -69,7 +73,22 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
         anyhow::bail!("--duration {duration}: expected a positive number of seconds");
     }
     let cases: Vec<Case> = if args.scenario.is_empty() {
-        default_cases(duration)
+        let all = default_cases(duration);
+        if args.cases.is_empty() {
+            all
+        } else {
+            let mut v = Vec::new();
+            for name in &args.cases {
+                match all.iter().find(|c| c.name == name.trim()) {
+                    Some(c) => v.push(c.clone()),
+                    None => anyhow::bail!(
+                        "--cases {name:?}: the default cases are {}",
+                        all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                    ),
+                }
+            }
+            v
+        }
     } else {
         let mut v = Vec::new();
         for p in &args.scenario {
