@@ -203,3 +203,59 @@ fn run_under_a_boundary_stays_below_it() {
     let bad = safegate(&["run", "--boundary", "/nonexistent.toml", "--no-svg"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn compare_prints_every_arm_and_json_has_the_metrics() {
+    let figs = std::env::temp_dir().join(format!("safegate-compare-figs-{}", std::process::id()));
+    let out = safegate(&[
+        "compare",
+        "--cases",
+        "dip-55,cycle-80",
+        "--policies",
+        "open,cycle+pool,gradient2",
+        "--seeds",
+        "1",
+        "--duration",
+        "120",
+        "--figures",
+        figs.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in
+        ["dip-55 —", "cycle-80 —", "cycle+pool", "gradient2", "physical limit", "drain table", "goodput vs load"]
+    {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert!(figs.join("compare-cycle-80.svg").exists());
+    assert!(figs.join("compare-goodput-vs-load.svg").exists());
+
+    let out = safegate(&[
+        "compare",
+        "--cases",
+        "dip-55",
+        "--policies",
+        "open",
+        "--seeds",
+        "1",
+        "--duration",
+        "60",
+        "--no-curve",
+        "--json",
+    ]);
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let arms = v["cases"][0]["arms"].as_array().unwrap();
+    assert_eq!(arms.len(), 2);
+    for key in
+        ["goodput", "goodput_ratio", "backlog_time", "sojourn_p99", "recovery", "beyond_boundary", "rejected_share"]
+    {
+        assert!(arms[0].get(key).is_some(), "{key}");
+    }
+    assert!(arms[1]["exit_probability"]["ci_high"].is_number());
+    assert!(arms[1]["given_up_share"].is_number() && arms[0]["given_up_share"].is_null());
+
+    let out = safegate(&["compare", "--policies", "nope", "--seeds", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown policy"));
+}
