@@ -338,6 +338,7 @@ fn render(r: &CompareReport, secs: f64) -> String {
 }
 
 fn color(i: usize) -> (&'static str, bool) {
+    // Six colours, then the same six dashed.
     (PALETTE[i % PALETTE.len()], i >= PALETTE.len())
 }
 
@@ -349,26 +350,47 @@ fn figures(r: &CompareReport) -> Vec<(String, String)> {
         if c.traces.is_empty() {
             continue;
         }
-        let mut panels = Vec::new();
+        // One panel per policy, filter off (dashed) and on (solid), over the first 200 s:
+        // thirteen policies in one panel are unreadable.
         let cap = 200.0;
-        for filtered in [false, true] {
+        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max).min(200.0);
+        let mut panels = Vec::new();
+        let mut names: Vec<&str> = Vec::new();
+        for a in &c.arms {
+            if !names.contains(&a.policy.as_str()) {
+                names.push(&a.policy);
+            }
+        }
+        for name in names {
             let mut lines = Vec::new();
-            for (i, (a, t)) in c.arms.iter().zip(&c.traces).filter(|(a, _)| a.filtered == filtered).enumerate() {
-                let (col, dashed) = color(i);
-                lines.push(Line { name: a.policy.clone(), color: col, x: t.t.clone(), y: t.queue.clone(), dashed });
+            for (a, t) in c.arms.iter().zip(&c.traces).filter(|(a, _)| a.policy == name) {
+                let n = t.t.partition_point(|&x| x <= x1);
+                lines.push(Line {
+                    name: format!("filter {}", if a.filtered { "on" } else { "off" }),
+                    color: if a.filtered { PALETTE[1] } else { PALETTE[0] },
+                    x: t.t[..n].to_vec(),
+                    y: t.queue[..n].to_vec(),
+                    dashed: !a.filtered,
+                });
             }
             panels.push(Panel {
-                label: format!("queue, filter {}", if filtered { "on" } else { "off" }),
+                label: name.to_string(),
                 y_min: 0.0,
                 y_max: cap,
                 lines,
                 rules: vec![Rule { y: r.threshold * cap, label: format!("θ·cap = {:.0}", r.threshold * cap) }],
             });
         }
-        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max);
         out.push((
             format!("compare-{}.svg", c.name),
-            chart::render(&format!("compare: {}", c.name), &c.description, "time [s]", 0.0, x1, &panels),
+            chart::render(
+                &format!("compare: {} (queue depth, first replication)", c.name),
+                &c.description,
+                "time [s]",
+                0.0,
+                x1,
+                &panels,
+            ),
         ));
     }
     if !r.curve.is_empty() {
