@@ -1,0 +1,284 @@
+//! [`Builder`]: every setting of an [`AdmissionLayer`], checked in [`Builder::build`].
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use safegate_core::boundary::Boundary;
+use safegate_core::controllers::{self, Actuator, Setting};
+use safegate_core::safety::SafetyFilter;
+use safegate_core::Policy;
+use serde::Deserialize;
+use tokio::sync::Notify;
+
+use crate::classify::SingleClass;
+use crate::error::BuildError;
+use crate::shared::{ClassState, Controller, Done, Mode, Padded, Published, Settings, Shared};
+use crate::AdmissionLayer;
+
+/// Parse a boundary from TOML text (unknown keys are errors); `origin` names it in errors.
+pub fn parse_boundary(text: &str, origin: &str) -> Result<Boundary, BuildError> {
+    let parse_err = |message: String| BuildError::Parse { origin: origin.to_string(), message };
+    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
+    Boundary::deserialize(toml::Value::Table(table)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
+}
+
+/// The smallest barrier `θ·Q` [requests] a layer accepts (see [`Builder::capacity`]).
+pub const MIN_BOUNDARY: f64 = 10.0;
+
+/// The nominal controller: by name, or a policy the caller built.
+enum Nominal {
+    Name(String),
+    Policy(Box<dyn Policy + Send>),
+}
+
+/// Builds an [`AdmissionLayer`]; every setting is checked in [`Builder::build`].
+pub struct Builder<C = SingleClass> {
+    boundary: Result<Boundary, BuildError>,
+    nominal: Nominal,
+    max_concurrency: u32,
+    mode: Mode,
+    dry_run: bool,
+    classes: u8,
+    reserve: f64,
+    capacity: Option<u32>,
+    clock: Option<quanta::Clock>,
+    classify: C,
+}
+
+impl<C> std::fmt::Debug for Builder<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Builder")
+            .field("max_concurrency", &self.max_concurrency)
+            .field("mode", &self.mode)
+            .field("dry_run", &self.dry_run)
+            .field("classes", &self.classes)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for Builder<SingleClass> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Builder<SingleClass> {
+    /// The defaults: the `gradient2` controller (Netflix's default adaptive limiter) under
+    /// the default boundary (`θ = 0.7`, `ε = 1 %` over 600 s, Bernstein, 50 ms decisions),
+    /// at most 100 requests in service, reject mode, one class.
+    pub fn new() -> Self {
+        Builder {
+            boundary: Ok(Boundary::default()),
+            nominal: Nominal::Name("gradient2".into()),
+            max_concurrency: 100,
+            mode: Mode::Reject,
+            dry_run: false,
+            classes: 1,
+            reserve: 0.25,
+            capacity: None,
+            clock: None,
+            classify: SingleClass,
+        }
+    }
+}
+
+impl<C> Builder<C> {
+    /// Use this boundary (see `boundaries/` and `docs/boundary.md`).
+    pub fn boundary(mut self, boundary: Boundary) -> Self {
+        self.boundary = Ok(boundary);
+        self
+    }
+
+    /// Read the boundary from a TOML file (errors surface in [`Builder::build`]).
+    pub fn boundary_file(mut self, path: impl AsRef<Path>) -> Self {
+        let path = path.as_ref();
+        let shown = path.display().to_string();
+        self.boundary = std::fs::read_to_string(path)
+            .map_err(|source| BuildError::Io { path: shown.clone(), source })
+            .and_then(|text| parse_boundary(&text, &shown));
+        self
+    }
+
+    /// The nominal controller by name, one of `safegate_core::controllers::NAMES`
+    /// (`gradient2`, `vegas`, `aimd`, `envoy-gradient`, `static`, `credits`,
+    /// `priority-levels`, `sre-throttle`). Limit controllers run on the
+    /// [`Actuator::Executors`] semantics: their limit caps requests in the inner service and
+    /// their signal is service time (latency minus time waiting in this layer's queue).
+    pub fn controller(mut self, name: &str) -> Self {
+        self.nominal = Nominal::Name(name.to_string());
+        self
+    }
+
+    /// A nominal controller built by the caller. Its action's `concurrency` is read as the
+    /// limit on requests in the inner service (`None`: the maximum), its `admit` as the
+    /// share of requests to admit.
+    pub fn nominal(mut self, policy: Box<dyn Policy + Send>) -> Self {
+        self.nominal = Nominal::Policy(policy);
+        self
+    }
+
+    /// The most requests in the inner service at once, whatever the controller says
+    /// (`[1, 1_000_000]`, default 100). In reject mode it is also the barrier's capacity.
+    pub fn max_concurrency(mut self, n: u32) -> Self {
+        self.max_concurrency = n;
+        self
+    }
+
+    /// The barrier's capacity `Q`, in requests in the layer (in service plus waiting); the
+    /// boundary keeps them at or below `θ·Q`. Default `max_concurrency` plus the queue's
+    /// capacity. A boundary's `[barrier] capacity` overrides both.
+    ///
+    /// `θ·Q` must be at least [`MIN_BOUNDARY`] requests: the per-step chance constraint
+    /// needs a margin of a few requests for one decision period's arrivals (Bernstein's
+    /// range term `ln(1/ε_step)/3` ≈ 4.7 requests at the default boundary, MATH.md), so
+    /// with a smaller barrier no admission is ever safe and the backup would reject all.
+    pub fn capacity(mut self, q: u32) -> Self {
+        self.capacity = Some(q);
+        self
+    }
+
+    /// Reject at once when over the limit (the default).
+    pub fn reject(mut self) -> Self {
+        self.mode = Mode::Reject;
+        self
+    }
+
+    /// Wait in a bounded queue of `capacity` requests for at most `deadline` when over the
+    /// limit (needs a tokio runtime with timers). The barrier's capacity becomes
+    /// `max_concurrency + capacity`.
+    pub fn queue(mut self, capacity: u32, deadline: Duration) -> Self {
+        self.mode = Mode::Queue { capacity, deadline };
+        self
+    }
+
+    /// Decide and record, never reject: rejections are counted as `would_reject` and the
+    /// request goes through.
+    pub fn dry_run(mut self, on: bool) -> Self {
+        self.dry_run = on;
+        self
+    }
+
+    /// `classes` priority classes (`[1, 64]`, default 1), and the `reserve`, the share of
+    /// the limit held back from the least important class (`[0, 1)`, default 0.25; class
+    /// `k` of `K` may use `limit · (1 − reserve·k/(K−1))`).
+    pub fn classes(mut self, classes: u8, reserve: f64) -> Self {
+        self.classes = classes;
+        self.reserve = reserve;
+        self
+    }
+
+    /// How a request's class is found (a [`Classify`](crate::Classify), e.g. a closure).
+    pub fn classifier<C2>(self, classify: C2) -> Builder<C2> {
+        Builder {
+            boundary: self.boundary,
+            nominal: self.nominal,
+            max_concurrency: self.max_concurrency,
+            mode: self.mode,
+            dry_run: self.dry_run,
+            classes: self.classes,
+            reserve: self.reserve,
+            capacity: self.capacity,
+            clock: self.clock,
+            classify,
+        }
+    }
+
+    /// The clock (default `quanta::Clock::new()`, the TSC where it is invariant); tests
+    /// pass `quanta::Clock::mock()`'s clock to step time by hand.
+    pub fn clock(mut self, clock: quanta::Clock) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// Check every setting and build the layer.
+    pub fn build(self) -> Result<AdmissionLayer<C>, BuildError> {
+        let setting = |field, value: String, allowed| Err(BuildError::Setting { field, value, allowed });
+        if !(1..=1_000_000).contains(&self.max_concurrency) {
+            return setting("max_concurrency", self.max_concurrency.to_string(), "[1, 1000000]");
+        }
+        if !(1..=64).contains(&self.classes) {
+            return setting("classes", self.classes.to_string(), "[1, 64]");
+        }
+        if !(0.0..1.0).contains(&self.reserve) {
+            return setting("classes reserve", self.reserve.to_string(), "[0, 1)");
+        }
+        let queue_cap = match self.mode {
+            Mode::Reject => 0,
+            Mode::Queue { capacity, deadline } => {
+                if !(1..=1_000_000).contains(&capacity) {
+                    return setting("queue capacity", capacity.to_string(), "[1, 1000000]");
+                }
+                if deadline.is_zero() || deadline > Duration::from_secs(3600) {
+                    return setting("queue deadline", format!("{deadline:?}"), "(0, 1 h]");
+                }
+                capacity
+            }
+        };
+        let boundary = self.boundary?;
+        let capacity = self.capacity.map_or(f64::from(self.max_concurrency) + f64::from(queue_cap), f64::from);
+        let mut cfg = boundary.safety_config(capacity)?;
+        if let Some(ci) = cfg.concurrency.as_mut() {
+            ci.executors = self.max_concurrency;
+        }
+        let period = boundary.decision.period;
+        let setting = Setting { capacity, executors: self.max_concurrency, period };
+        let nominal = match self.nominal {
+            Nominal::Name(name) => controllers::build(&name, Actuator::Executors, &setting)?,
+            Nominal::Policy(p) => p,
+        };
+        let barrier_boundary = cfg.barrier.boundary();
+        if barrier_boundary < MIN_BOUNDARY {
+            return Err(BuildError::Setting {
+                field: "capacity",
+                value: format!("{} (θ·Q = {barrier_boundary:.1} requests)", cfg.barrier.capacity()),
+                allowed: "θ·Q ≥ 10 requests: raise max_concurrency or set capacity",
+            });
+        }
+        let filter = SafetyFilter::new(cfg, nominal).map_err(|e| BuildError::Filter(e.to_string()))?;
+        let clock = self.clock.unwrap_or_default();
+        let start_raw = clock.raw();
+        let classes = usize::from(self.classes);
+        let shared = Shared {
+            start_raw,
+            settings: Settings {
+                mode: self.mode,
+                dry_run: self.dry_run,
+                max_concurrency: self.max_concurrency,
+                capacity: boundary.barrier.capacity.unwrap_or(capacity),
+                boundary: barrier_boundary,
+                classes,
+                reserve: self.reserve,
+                period_ns: (period * 1e9) as u64,
+            },
+            published: Padded(Published {
+                next_decision_ns: AtomicU64::new(0),
+                limit: AtomicU32::new(self.max_concurrency),
+                shed_reason: AtomicU8::new(0),
+                retry_after_ns: AtomicU64::new((period * 1e9) as u64),
+            }),
+            classes: (0..classes)
+                .map(|k| ClassState::new(crate::shared::class_limit(self.max_concurrency, k, classes, self.reserve)))
+                .collect(),
+            in_flight: Padded(AtomicU32::new(0)),
+            waiting: Padded(AtomicU32::new(0)),
+            done: Padded(Done::default()),
+            notify: Notify::new(),
+            controller: Mutex::new(Controller {
+                filter,
+                last_offered: vec![0; classes],
+                last_completed: 0,
+                last_now_ns: 0,
+                in_backup: false,
+                decisions: 0,
+                exits: 0,
+                last_margin: barrier_boundary,
+            }),
+            #[cfg(feature = "metrics")]
+            latency: std::sync::OnceLock::new(),
+            clock,
+        };
+        Ok(AdmissionLayer { shared: Arc::new(shared), classify: self.classify })
+    }
+}

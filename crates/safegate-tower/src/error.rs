@@ -1,0 +1,160 @@
+//! The typed rejection ([`Overloaded`]) and build errors ([`BuildError`]).
+
+use std::fmt;
+use std::time::Duration;
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Reason {
+    /// The concurrency limit (the nominal controller's, or the layer's maximum) was reached,
+    /// or the admission share the nominal controller asked for left this request out, or the
+    /// wait queue was full.
+    Limit,
+    /// The safety filter cut the nominal controller's admission to keep the occupancy barrier
+    /// (the boundary's `θ`) with the boundary's probability.
+    Barrier,
+    /// No admission satisfied the boundary's constraints: the backup policy rejects all.
+    Backup,
+    /// The request waited in the bounded queue until its deadline without getting a slot.
+    Deadline,
+}
+
+impl Reason {
+    /// Every reason, in the order of their metric labels.
+    pub const ALL: [Reason; 4] = [Reason::Limit, Reason::Barrier, Reason::Backup, Reason::Deadline];
+
+    /// A short, stable label (`"limit"`, `"barrier"`, `"backup"`, `"deadline"`), used in
+    /// metrics and messages.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Reason::Limit => "limit",
+            Reason::Barrier => "barrier",
+            Reason::Backup => "backup",
+            Reason::Deadline => "deadline",
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Reason::Limit => 0,
+            Reason::Barrier => 1,
+            Reason::Backup => 2,
+            Reason::Deadline => 3,
+        }
+    }
+
+    pub(crate) fn from_index(i: u8) -> Reason {
+        match i {
+            1 => Reason::Barrier,
+            2 => Reason::Backup,
+            3 => Reason::Deadline,
+            _ => Reason::Limit,
+        }
+    }
+}
+
+impl fmt::Display for Reason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error an [`Admission`](crate::Admission) service returns for a request it did not
+/// admit (boxed into the service's [`BoxError`](crate::BoxError); recover it with
+/// `err.downcast_ref::<Overloaded>()`).
+///
+/// It maps to HTTP `503 Service Unavailable` with a `Retry-After` header
+/// ([RFC 9110 §15.6.4 and §10.2.3](https://www.rfc-editor.org/rfc/rfc9110)):
+/// [`Overloaded::STATUS`], [`Overloaded::retry_after_secs`], and with the `http` feature
+/// [`Overloaded::to_response`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overloaded {
+    /// Why the request was rejected.
+    pub reason: Reason,
+    /// How long the client should wait before retrying: the time the layer expects its
+    /// present backlog to take to clear at the measured completion rate, at least one
+    /// decision period (longer after a backup activation).
+    pub retry_after: Duration,
+    /// The request's priority class (0 is the most important).
+    pub class: u8,
+}
+
+impl Overloaded {
+    /// The HTTP status an overloaded rejection maps to: `503 Service Unavailable`.
+    pub const STATUS: u16 = 503;
+
+    /// `Retry-After` in whole seconds (RFC 9110 `delay-seconds`): the hint rounded up, at
+    /// least 1.
+    pub fn retry_after_secs(&self) -> u64 {
+        let s = self.retry_after.as_secs() + u64::from(self.retry_after.subsec_nanos() > 0);
+        s.max(1)
+    }
+
+    /// A `503` response with `Retry-After` and an `x-safegate-reject` header naming the
+    /// reason; the body is `B::default()`.
+    #[cfg(feature = "http")]
+    pub fn to_response<B: Default>(&self) -> http::Response<B> {
+        let mut res = http::Response::new(B::default());
+        *res.status_mut() = http::StatusCode::SERVICE_UNAVAILABLE;
+        let h = res.headers_mut();
+        h.insert(http::header::RETRY_AFTER, http::HeaderValue::from(self.retry_after_secs()));
+        h.insert("x-safegate-reject", http::HeaderValue::from_static(self.reason.as_str()));
+        res
+    }
+}
+
+impl fmt::Display for Overloaded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "overloaded ({}), class {}: retry after {:.3} s",
+            self.reason,
+            self.class,
+            self.retry_after.as_secs_f64()
+        )
+    }
+}
+
+impl std::error::Error for Overloaded {}
+
+/// Why an [`AdmissionLayer`](crate::AdmissionLayer) could not be built.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// The boundary file could not be read.
+    #[error("reading boundary {path}: {source}")]
+    Io {
+        /// The file.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The boundary file is not valid TOML for a boundary (unknown keys are errors).
+    #[error("parsing boundary {origin}: {message}")]
+    Parse {
+        /// The file name or `"<text>"`.
+        origin: String,
+        /// The parser's message.
+        message: String,
+    },
+    /// The boundary has a value out of range for this layer's capacity.
+    #[error("boundary: {0}")]
+    Boundary(#[from] safegate_core::boundary::BoundaryError),
+    /// The controller name is not one of `safegate_core::controllers::NAMES`.
+    #[error(transparent)]
+    Controller(#[from] safegate_core::controllers::UnknownController),
+    /// The filter rejected its configuration.
+    #[error("filter: {0}")]
+    Filter(String),
+    /// A builder setting is out of range.
+    #[error("{field} = {value} is out of range: allowed {allowed}")]
+    Setting {
+        /// The builder method.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What is allowed.
+        allowed: &'static str,
+    },
+}

@@ -1,0 +1,86 @@
+//! safegate as tower middleware: adaptive admission control whose safety is a
+//! control-barrier-function filter, for axum, tonic and hyper services.
+//!
+//! An [`AdmissionLayer`] wraps a service in [`Admission`]: every request is admitted,
+//! queued or rejected with a typed [`Overloaded`] error. Underneath sits the core's
+//! [`SafetyFilter`](safegate_core::safety::SafetyFilter): any nominal controller
+//! (`gradient2` by default; `vegas`, `aimd`, `envoy-gradient`, `static`, `credits`,
+//! `priority-levels`, `sre-throttle`) proposes a concurrency limit and an admission share,
+//! and the filter changes the share only as much as the boundary requires to keep the
+//! requests in the layer (in service plus waiting) at or below `θ·Q` with the boundary's
+//! probability, falling back to its backup (reject all) where nothing is safe.
+//!
+//! # The model of a service
+//!
+//! | safegate model | here |
+//! |---|---|
+//! | queue `q` | requests in the inner service plus those waiting in the layer's queue |
+//! | capacity `Q` | `max_concurrency` (+ the queue's capacity in queue mode) |
+//! | busy executors `n`, their cap | requests in the inner service, the controller's limit |
+//! | completions, latency, wait | counted when each response future finishes or is dropped |
+//!
+//! # The hot path
+//!
+//! A request costs two clock reads (`quanta`'s TSC where it is invariant, else the OS
+//! monotonic clock), one `fetch_add` on its class's offered counter, a compare-and-swap on
+//! the in-flight count, and the permit's decrement and two counter additions when it
+//! leaves. Nothing is locked: the controller runs at most once per decision period (the
+//! boundary's `decision.period`, 50 ms by default), in whichever request first crosses the
+//! period boundary and wins a `try_lock`; it publishes the limit, the admission share of
+//! each class and the rejection reason in atomics that every other request reads.
+//!
+//! # Example
+//!
+//! ```
+//! use std::convert::Infallible;
+//! use safegate_tower::{AdmissionLayer, Overloaded, Reason};
+//! use tower::{service_fn, Layer, Service, ServiceExt};
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), safegate_tower::BoxError> {
+//! let layer = AdmissionLayer::builder()
+//!     .controller("static")   // a fixed limit, for the example
+//!     .max_concurrency(2)     // two requests in service at most
+//!     .capacity(100)          // the barrier's Q (θ·Q must be ≥ 10 requests)
+//!     .build()?;
+//! let svc = layer.layer(service_fn(|x: u32| async move { Ok::<_, Infallible>(x * 2) }));
+//!
+//! // Two requests in service at once are allowed …
+//! let mut a = svc.clone();
+//! let mut b = svc.clone();
+//! let fa = a.ready().await?.call(1);
+//! let fb = b.ready().await?.call(2);
+//! // … a third is rejected at once, with a reason and a retry hint.
+//! let mut c = svc.clone();
+//! let err = c.ready().await?.call(3).await.unwrap_err();
+//! let o = err.downcast_ref::<Overloaded>().unwrap();
+//! assert_eq!(o.reason, Reason::Limit);
+//! assert!(o.retry_after_secs() >= 1);
+//! assert_eq!((fa.await?, fb.await?), (2, 4));
+//! // Finished requests free their slots.
+//! assert_eq!(c.ready().await?.call(5).await?, 10);
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! See `docs/tower.md` for the modes, priorities, metrics names and the dry run.
+
+mod builder;
+mod classify;
+mod error;
+#[cfg(feature = "metrics")]
+mod metrics;
+mod service;
+mod shared;
+
+pub use builder::{parse_boundary, Builder, MIN_BOUNDARY};
+pub use classify::{Classify, SingleClass};
+#[cfg(feature = "http")]
+pub use classify::{HeaderClass, UserHashClass};
+pub use error::{BuildError, Overloaded, Reason};
+pub use service::{Admission, AdmissionLayer, ResponseFuture, Snapshot};
+pub use shared::Mode;
+
+/// The error type of [`Admission`]: the inner service's error or an [`Overloaded`],
+/// boxed (tower's convention, as in `tower::BoxError`).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;

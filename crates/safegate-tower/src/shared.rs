@@ -1,0 +1,367 @@
+//! The state one layer shares across all its services: atomics on the hot path, and the
+//! controller (nominal + safety filter) that a request crossing a period boundary runs.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use safegate_core::safety::SafetyFilter;
+use safegate_core::{Observation, Policy};
+use tokio::sync::Notify;
+
+use crate::error::{Overloaded, Reason};
+
+/// `1.0` as an admission threshold: a request is admitted when its 32-bit hash is below it.
+pub(crate) const ONE: u64 = 1 << 32;
+
+/// Keeps a hot atomic on its own cache line (64 bytes on x86-64 and most aarch64), so that
+/// counters written on every request do not invalidate the read-mostly published values.
+#[repr(align(64))]
+#[derive(Debug, Default)]
+pub(crate) struct Padded<T>(pub(crate) T);
+
+/// How the layer treats a request over the limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Reject at once with [`Overloaded`].
+    Reject,
+    /// Wait in a bounded FIFO-ish queue of `capacity` requests for at most `deadline`, then
+    /// reject with [`Reason::Deadline`]; a full queue rejects at once with [`Reason::Limit`].
+    Queue {
+        /// Most requests waiting at once.
+        capacity: u32,
+        /// Longest wait.
+        deadline: Duration,
+    },
+}
+
+/// The fixed settings of a layer.
+#[derive(Debug, Clone)]
+pub(crate) struct Settings {
+    pub(crate) mode: Mode,
+    pub(crate) dry_run: bool,
+    pub(crate) max_concurrency: u32,
+    /// The barrier's capacity `Q` (requests in the system: in service plus waiting).
+    pub(crate) capacity: f64,
+    /// The barrier's boundary `θ·Q`.
+    pub(crate) boundary: f64,
+    pub(crate) classes: usize,
+    pub(crate) reserve: f64,
+    pub(crate) period_ns: u64,
+}
+
+/// One priority class's counters and published admission values.
+#[derive(Debug)]
+pub(crate) struct ClassState {
+    /// Offered requests (written on every request of the class).
+    pub(crate) offered: Padded<AtomicU64>,
+    /// Admission threshold (`ONE` admits all) and in-service cap, published per period.
+    pub(crate) threshold: AtomicU64,
+    pub(crate) limit: AtomicU32,
+    /// Rejections by reason (enforced), and would-be rejections in dry-run mode.
+    pub(crate) rejected: [AtomicU64; 4],
+    pub(crate) would_reject: [AtomicU64; 4],
+}
+
+impl ClassState {
+    pub(crate) fn new(limit: u32) -> Self {
+        Self {
+            offered: Padded(AtomicU64::new(0)),
+            threshold: AtomicU64::new(ONE),
+            limit: AtomicU32::new(limit),
+            rejected: Default::default(),
+            would_reject: Default::default(),
+        }
+    }
+}
+
+/// Completions: count and summed latency (time in the layer, waiting included), summed wait.
+#[derive(Debug, Default)]
+pub(crate) struct Done {
+    pub(crate) completed: AtomicU64,
+    pub(crate) latency_ns: AtomicU64,
+    pub(crate) wait_ns: AtomicU64,
+    pub(crate) cancelled: AtomicU64,
+    pub(crate) errors: AtomicU64,
+}
+
+/// Values the decision step publishes for the hot path.
+#[derive(Debug)]
+pub(crate) struct Published {
+    pub(crate) next_decision_ns: AtomicU64,
+    pub(crate) limit: AtomicU32,
+    pub(crate) shed_reason: AtomicU8,
+    pub(crate) retry_after_ns: AtomicU64,
+}
+
+/// The controller behind the mutex: nominal + filter, and what the last step saw.
+pub(crate) struct Controller {
+    pub(crate) filter: SafetyFilter<Box<dyn Policy + Send>>,
+    pub(crate) last_offered: Vec<u64>,
+    pub(crate) last_completed: u64,
+    pub(crate) last_now_ns: u64,
+    pub(crate) in_backup: bool,
+    pub(crate) decisions: u64,
+    pub(crate) exits: u64,
+    pub(crate) last_margin: f64,
+}
+
+impl std::fmt::Debug for Controller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Controller")
+            .field("nominal", &self.filter.nominal().name())
+            .field("decisions", &self.decisions)
+            .field("in_backup", &self.in_backup)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything one layer shares (behind an `Arc`).
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) clock: quanta::Clock,
+    pub(crate) start_raw: u64,
+    pub(crate) settings: Settings,
+    pub(crate) published: Padded<Published>,
+    pub(crate) classes: Box<[ClassState]>,
+    pub(crate) in_flight: Padded<AtomicU32>,
+    pub(crate) waiting: Padded<AtomicU32>,
+    pub(crate) done: Padded<Done>,
+    pub(crate) notify: Notify,
+    pub(crate) controller: Mutex<Controller>,
+    /// The request-duration histogram, taken at the first decision.
+    #[cfg(feature = "metrics")]
+    pub(crate) latency: std::sync::OnceLock<metrics::Histogram>,
+}
+
+/// The Weyl sequence `frac(n·φ)` (φ the golden ratio) in 32 bits: consecutive requests of
+/// a class get well-spread values, so admitting those below `a·2³²` admits a share `a` of
+/// any run of requests, deterministically (Knuth, TAOCP vol. 3, §6.4, Fibonacci hashing).
+#[inline]
+pub(crate) fn weyl(n: u64) -> u64 {
+    n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
+}
+
+/// Admission shares per class, lowest classes shed first (DAGOR's level with a
+/// fractional boundary class): given the admission share `admit` of all traffic and the
+/// requests each class offered last period, the classes from the least important up lose
+/// all their traffic until `(1 − admit)` of the total is shed; the class where that
+/// happens is admitted in part; more important ones fully. With no traffic last period
+/// every class gets `admit`.
+pub(crate) fn class_shares(admit: f64, offered: &[u64], out: &mut [f64]) {
+    let admit = if admit.is_nan() { 0.0 } else { admit.clamp(0.0, 1.0) };
+    let total: u64 = offered.iter().sum();
+    if total == 0 {
+        out.iter_mut().for_each(|s| *s = admit);
+        return;
+    }
+    let mut shed = (1.0 - admit) * total as f64;
+    for k in (0..offered.len()).rev() {
+        let d = offered[k] as f64;
+        out[k] = if shed <= 1e-9 {
+            1.0
+        } else if d > 0.0 {
+            let take = shed.min(d);
+            shed -= take;
+            1.0 - take / d
+        } else {
+            0.0
+        };
+    }
+}
+
+/// The in-service cap of class `k` of `classes`: the limit minus a reserve growing
+/// linearly to `reserve · limit` for the least important class, at least 1.
+pub(crate) fn class_limit(limit: u32, k: usize, classes: usize, reserve: f64) -> u32 {
+    if classes <= 1 || k == 0 {
+        return limit;
+    }
+    let held = (reserve * f64::from(limit) * k as f64 / (classes - 1) as f64).round();
+    (f64::from(limit) - held).max(1.0) as u32
+}
+
+impl Shared {
+    /// Nanoseconds since the layer was built.
+    #[inline]
+    pub(crate) fn now_ns(&self, raw: u64) -> u64 {
+        self.clock.delta_as_nanos(self.start_raw, raw)
+    }
+
+    /// Take one in-service slot if fewer than `limit` are taken.
+    #[inline]
+    pub(crate) fn try_acquire(&self, limit: u32) -> bool {
+        let a = &self.in_flight.0;
+        let mut cur = a.load(Ordering::Relaxed);
+        loop {
+            if cur >= limit {
+                return false;
+            }
+            match a.compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::Relaxed) {
+                Ok(_) => return true,
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// A rejection of class `class` for `reason`, with the published hint.
+    pub(crate) fn overloaded(&self, reason: Reason, class: usize) -> Overloaded {
+        let ns = self.published.0.retry_after_ns.load(Ordering::Relaxed);
+        Overloaded { reason, retry_after: Duration::from_nanos(ns), class: class as u8 }
+    }
+
+    /// Run a decision step if `now_ns` is past the next decision instant and no other
+    /// request is running one (the losers keep the published values).
+    #[inline]
+    pub(crate) fn maybe_decide(&self, now_ns: u64) {
+        if now_ns >= self.published.0.next_decision_ns.load(Ordering::Relaxed) {
+            self.decide_slow(now_ns);
+        }
+    }
+
+    #[cold]
+    fn decide_slow(&self, now_ns: u64) {
+        let Ok(mut c) = self.controller.try_lock() else { return };
+        let p = &self.published.0;
+        if now_ns < p.next_decision_ns.load(Ordering::Relaxed) {
+            return;
+        }
+        p.next_decision_ns.store(now_ns + self.settings.period_ns, Ordering::Relaxed);
+        self.step(&mut c, now_ns);
+    }
+
+    /// One decision: observe, run nominal + filter, publish limit, shares, reason, hint.
+    pub(crate) fn step(&self, c: &mut Controller, now_ns: u64) {
+        let s = &self.settings;
+        let offered: Vec<u64> = self.classes.iter().map(|k| k.offered.0.load(Ordering::Relaxed)).collect();
+        let rejected: u64 =
+            self.classes.iter().flat_map(|k| k.rejected.iter()).map(|r| r.load(Ordering::Relaxed)).sum();
+        let done = &self.done.0;
+        let completed = done.completed.load(Ordering::Relaxed);
+        let in_flight = self.in_flight.0.load(Ordering::Relaxed);
+        let waiting = self.waiting.0.load(Ordering::Relaxed);
+        let queue = f64::from(in_flight) + f64::from(waiting);
+        let total_offered: u64 = offered.iter().sum();
+
+        let mut obs = Observation::new(now_ns as f64 * 1e-9, queue, s.capacity);
+        obs.in_service = f64::from(in_flight);
+        obs.offered = total_offered as f64;
+        obs.admitted = total_offered.saturating_sub(rejected) as f64;
+        obs.completed = completed as f64;
+        obs.latency_total = done.latency_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        obs.wait_total = done.wait_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+
+        let action = c.filter.decide(&obs);
+        let (feasible, bound) = c.filter.last_decision().map_or((true, false), |d| (d.feasible, d.bound_by.is_some()));
+        let limit = action.concurrency.map_or(s.max_concurrency, |n| n.clamp(1, s.max_concurrency));
+        let reason = if !feasible {
+            Reason::Backup
+        } else if bound {
+            Reason::Barrier
+        } else {
+            Reason::Limit
+        };
+
+        // Shares per class from last period's offered traffic.
+        let delta: Vec<u64> = offered.iter().zip(&c.last_offered).map(|(a, b)| a.saturating_sub(*b)).collect();
+        let mut shares = vec![1.0; s.classes];
+        class_shares(action.admit, &delta, &mut shares);
+        for (k, cs) in self.classes.iter().enumerate() {
+            cs.threshold.store((shares[k] * ONE as f64).round() as u64, Ordering::Relaxed);
+            cs.limit.store(class_limit(limit, k, s.classes, s.reserve), Ordering::Relaxed);
+        }
+
+        // Retry-after: time to clear the backlog at last period's completion rate.
+        let period = s.period_ns as f64 * 1e-9;
+        let dt = (now_ns.saturating_sub(c.last_now_ns)) as f64 * 1e-9;
+        let rate = if dt > 0.0 { completed.saturating_sub(c.last_completed) as f64 / dt } else { 0.0 };
+        let mut hint = if rate > 0.0 { (queue + 1.0) / rate } else { 1.0 };
+        if reason == Reason::Backup {
+            hint = hint.max(1.0);
+        }
+        let hint = hint.clamp(period, 30.0);
+
+        let p = &self.published.0;
+        let old_limit = p.limit.swap(limit, Ordering::Relaxed);
+        p.shed_reason.store(reason.index() as u8, Ordering::Relaxed);
+        p.retry_after_ns.store((hint * 1e9) as u64, Ordering::Relaxed);
+        if limit > old_limit && waiting > 0 {
+            self.notify.notify_waiters();
+        }
+
+        let entering_backup = !feasible && !c.in_backup;
+        let leaving_backup = feasible && c.in_backup;
+        c.in_backup = !feasible;
+        c.decisions += 1;
+        if queue > s.boundary {
+            c.exits += 1;
+        }
+        c.last_margin = s.boundary - queue;
+        c.last_offered = offered;
+        c.last_completed = completed;
+        c.last_now_ns = now_ns;
+
+        #[cfg(feature = "tracing")]
+        {
+            if old_limit != limit {
+                tracing::debug!(target: "safegate_tower", old = old_limit, new = limit, admit = action.admit, queue, "limit changed");
+            }
+            if entering_backup {
+                tracing::warn!(target: "safegate_tower", queue, boundary = s.boundary, "no admission satisfies the boundary: backup rejects all");
+            }
+            if leaving_backup {
+                tracing::info!(target: "safegate_tower", queue, "backup ended");
+            }
+        }
+        let _ = (entering_backup, leaving_backup);
+        #[cfg(feature = "metrics")]
+        crate::metrics::publish(self, c, limit, &shares);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shares_shed_lowest_first() {
+        let mut out = [0.0; 3];
+        class_shares(0.5, &[100, 100, 100], &mut out);
+        assert_eq!(out[2], 0.0);
+        assert!((out[1] - 0.5).abs() < 1e-12);
+        assert_eq!(out[0], 1.0);
+        class_shares(1.0, &[1, 2, 3], &mut out);
+        assert_eq!(out, [1.0; 3]);
+        class_shares(0.0, &[1, 2, 3], &mut out);
+        assert_eq!(out, [0.0; 3]);
+        // A silent low class below the boundary class is closed too.
+        class_shares(0.4, &[50, 50, 0], &mut out);
+        assert_eq!(out[2], 0.0);
+        assert_eq!(out[1], 0.0);
+        assert!((out[0] - 0.8).abs() < 1e-12);
+        // No traffic: the uniform share.
+        class_shares(0.3, &[0, 0, 0], &mut out);
+        assert_eq!(out, [0.3; 3]);
+        class_shares(f64::NAN, &[1, 1, 1], &mut out);
+        assert_eq!(out, [0.0; 3]);
+    }
+
+    #[test]
+    fn class_limits_hold_back_a_reserve() {
+        assert_eq!(class_limit(20, 0, 3, 0.5), 20);
+        assert_eq!(class_limit(20, 1, 3, 0.5), 15);
+        assert_eq!(class_limit(20, 2, 3, 0.5), 10);
+        assert_eq!(class_limit(1, 2, 3, 0.9), 1);
+        assert_eq!(class_limit(20, 0, 1, 0.5), 20);
+    }
+
+    #[test]
+    fn weyl_admits_the_share_in_every_window() {
+        for share in [0.1, 0.25, 0.5, 0.9] {
+            let thr = (share * ONE as f64) as u64;
+            for start in [0u64, 17, 1000] {
+                let n = (start..start + 200).filter(|&n| weyl(n) < thr).count();
+                assert!((n as f64 - 200.0 * share).abs() <= 3.0, "share {share}: {n} of 200");
+            }
+        }
+    }
+}

@@ -1,0 +1,347 @@
+//! Behaviour of the layer with mock inner services: limits, clones, cancellation, the
+//! error mapping, priorities, dry run and the queue.
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use safegate_core::{Action, Observation, Policy};
+use safegate_tower::{AdmissionLayer, BoxError, Overloaded, Reason};
+use tokio::sync::oneshot;
+use tower::{service_fn, Layer, Service, ServiceExt};
+
+/// The inner service: a request is a receiver; its response comes when the test sends.
+fn held() -> impl Service<
+    oneshot::Receiver<()>,
+    Response = (),
+    Error = Infallible,
+    Future = impl Future<Output = Result<(), Infallible>> + Send,
+> + Clone {
+    service_fn(|rx: oneshot::Receiver<()>| async move {
+        let _ = rx.await;
+        Ok::<_, Infallible>(())
+    })
+}
+
+fn reason(e: &BoxError) -> Reason {
+    e.downcast_ref::<Overloaded>().unwrap_or_else(|| panic!("not Overloaded: {e}")).reason
+}
+
+/// A nominal controller that always asks for the same admission share.
+struct Share(f64);
+impl Policy for Share {
+    fn decide(&mut self, _obs: &Observation) -> Action {
+        Action::admit(self.0)
+    }
+    fn name(&self) -> &'static str {
+        "share"
+    }
+}
+
+/// Poll a future once with a no-op waker.
+fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
+    struct Noop;
+    impl std::task::Wake for Noop {
+        fn wake(self: Arc<Self>) {}
+    }
+    let waker = std::task::Waker::from(Arc::new(Noop));
+    let mut cx = Context::from_waker(&waker);
+    std::pin::Pin::new(f).poll(&mut cx)
+}
+
+#[tokio::test]
+async fn rejects_over_the_limit_and_readmits_after_completion() {
+    let layer = AdmissionLayer::builder().controller("static").max_concurrency(3).capacity(1000).build().unwrap();
+    let mut svc = layer.layer(held());
+    let mut senders = Vec::new();
+    let mut futs = Vec::new();
+    for _ in 0..3 {
+        let (tx, rx) = oneshot::channel();
+        senders.push(tx);
+        futs.push(svc.ready().await.unwrap().call(rx));
+    }
+    assert_eq!(layer.snapshot().in_flight, 3);
+    let (_tx, rx) = oneshot::channel();
+    let err = svc.ready().await.unwrap().call(rx).await.unwrap_err();
+    assert_eq!(reason(&err), Reason::Limit);
+    let o = err.downcast_ref::<Overloaded>().unwrap();
+    assert!(o.retry_after > Duration::ZERO);
+    senders.remove(0).send(()).unwrap();
+    futs.remove(0).await.unwrap();
+    assert_eq!(layer.snapshot().in_flight, 2);
+    let (tx, rx) = oneshot::channel();
+    tx.send(()).unwrap();
+    svc.ready().await.unwrap().call(rx).await.unwrap();
+    let s = layer.snapshot();
+    assert_eq!(s.rejected[0][Reason::Limit as usize], 1);
+    assert_eq!(s.completed, 2);
+}
+
+#[tokio::test]
+async fn readiness_alone_holds_no_capacity_and_cancellation_frees_slots() {
+    let layer = AdmissionLayer::builder().controller("static").max_concurrency(2).capacity(1000).build().unwrap();
+    let svc = layer.layer(held());
+    // Many clones poll readiness and never call: nothing is held.
+    let mut idle: Vec<_> = (0..50).map(|_| svc.clone()).collect();
+    for s in &mut idle {
+        s.ready().await.unwrap();
+    }
+    assert_eq!(layer.snapshot().in_flight, 0);
+    // Two requests start (one polled, one never polled), then are dropped.
+    let mut s1 = svc.clone();
+    let (_t1, r1) = oneshot::channel();
+    let mut f1 = Box::pin(s1.ready().await.unwrap().call(r1));
+    assert!(poll_once(&mut f1).is_pending());
+    let (_t2, r2) = oneshot::channel();
+    let f2 = s1.ready().await.unwrap().call(r2);
+    assert_eq!(layer.snapshot().in_flight, 2);
+    drop(f1);
+    drop(f2);
+    let s = layer.snapshot();
+    assert_eq!((s.in_flight, s.cancelled, s.completed), (0, 2, 2));
+    // The slots are free again.
+    for _ in 0..2 {
+        let (tx, rx) = oneshot::channel();
+        tx.send(()).unwrap();
+        idle[0].ready().await.unwrap().call(rx).await.unwrap();
+    }
+    assert_eq!(layer.snapshot().rejected_total(), 0);
+}
+
+#[test]
+fn never_more_than_the_limit_across_clones_on_two_threads() {
+    const LIMIT: u32 = 6;
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+    let layer = AdmissionLayer::builder().controller("static").max_concurrency(LIMIT).capacity(1000).build().unwrap();
+    let now = Arc::new(AtomicU32::new(0));
+    let peak = Arc::new(AtomicU32::new(0));
+    let (n2, p2) = (now.clone(), peak.clone());
+    let inner = service_fn(move |spin: u32| {
+        let (n, p) = (n2.clone(), p2.clone());
+        async move {
+            let c = n.fetch_add(1, Ordering::SeqCst) + 1;
+            p.fetch_max(c, Ordering::SeqCst);
+            for _ in 0..spin {
+                tokio::task::yield_now().await;
+            }
+            n.fetch_sub(1, Ordering::SeqCst);
+            Ok::<_, Infallible>(())
+        }
+    });
+    let svc = layer.layer(inner);
+    let started = std::time::Instant::now();
+    let (ok, rejected) = rt.block_on(async {
+        let mut tasks = Vec::new();
+        for t in 0..32u32 {
+            let mut s = svc.clone();
+            tasks.push(tokio::spawn(async move {
+                let (mut ok, mut rej) = (0u32, 0u32);
+                for i in 0..400u32 {
+                    match s.ready().await.unwrap().call((i + t) % 4).await {
+                        Ok(()) => ok += 1,
+                        Err(e) => {
+                            assert!(e.downcast_ref::<Overloaded>().is_some());
+                            rej += 1;
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                }
+                (ok, rej)
+            }));
+        }
+        let mut tot = (0, 0);
+        for t in tasks {
+            let (a, b) = t.await.unwrap();
+            tot = (tot.0 + a, tot.1 + b);
+        }
+        tot
+    });
+    assert!(started.elapsed() < Duration::from_secs(30));
+    assert_eq!(ok + rejected, 32 * 400);
+    assert!(peak.load(Ordering::SeqCst) <= LIMIT, "peak {} > limit {LIMIT}", peak.load(Ordering::SeqCst));
+    assert!(rejected > 0 && ok > 0, "ok {ok}, rejected {rejected}: the test must load past the limit");
+    assert_eq!(layer.snapshot().in_flight, 0);
+}
+
+#[cfg(feature = "http")]
+#[test]
+fn overloaded_maps_to_503_with_retry_after() {
+    let o = Overloaded { reason: Reason::Barrier, retry_after: Duration::from_millis(1200), class: 1 };
+    let r: http::Response<()> = o.to_response();
+    assert_eq!(r.status().as_u16(), 503);
+    assert_eq!(r.status().as_u16(), Overloaded::STATUS);
+    assert_eq!(r.headers()["retry-after"], "2");
+    assert_eq!(r.headers()["x-safegate-reject"], "barrier");
+    let o = Overloaded { retry_after: Duration::from_millis(50), ..o };
+    assert_eq!(o.retry_after_secs(), 1);
+    assert!(o.to_string().contains("barrier"));
+}
+
+#[tokio::test]
+async fn lower_classes_find_the_limit_first() {
+    // Limit 8, reserve 0.5 over three classes: caps 8, 6, 4.
+    let layer = AdmissionLayer::builder()
+        .controller("static")
+        .max_concurrency(8)
+        .capacity(1000)
+        .classes(3, 0.5)
+        .classifier(|r: &(u8, oneshot::Receiver<()>)| r.0)
+        .build()
+        .unwrap();
+    let inner = service_fn(|(_, rx): (u8, oneshot::Receiver<()>)| async move {
+        let _ = rx.await;
+        Ok::<_, Infallible>(())
+    });
+    let mut svc = layer.layer(inner);
+    let mut hold = Vec::new();
+    let mut futs = Vec::new();
+    let mut send = |svc: &mut _, class: u8| {
+        let (tx, rx) = oneshot::channel();
+        hold.push(tx);
+        Service::call(svc, (class, rx))
+    };
+    for _ in 0..4 {
+        futs.push(send(&mut svc, 0));
+    }
+    // In flight 4: class 2 (cap 4) is refused, class 1 (cap 6) admitted twice, then refused.
+    assert_eq!(reason(&send(&mut svc, 2).await.unwrap_err()), Reason::Limit);
+    futs.push(send(&mut svc, 1));
+    futs.push(send(&mut svc, 1));
+    assert_eq!(reason(&send(&mut svc, 1).await.unwrap_err()), Reason::Limit);
+    // Class 0 still has two slots.
+    futs.push(send(&mut svc, 0));
+    futs.push(send(&mut svc, 0));
+    assert_eq!(reason(&send(&mut svc, 0).await.unwrap_err()), Reason::Limit);
+    assert_eq!(layer.snapshot().in_flight, 8);
+    let s = layer.snapshot();
+    assert_eq!((s.rejected[0][0], s.rejected[1][0], s.rejected[2][0]), (1, 1, 1));
+}
+
+#[tokio::test]
+async fn admission_share_sheds_lowest_classes_first() {
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(Share(0.5)))
+        .max_concurrency(1000)
+        .classes(3, 0.0)
+        .classifier(|r: &u8| *r)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(service_fn(|_: u8| async { Ok::<_, Infallible>(()) }));
+    // Period 1: the first decision has seen no traffic yet, so every class gets the
+    // nominal share.
+    let mut ok1 = 0;
+    for i in 0..300u32 {
+        ok1 += svc.ready().await.unwrap().call((i % 3) as u8).await.is_ok() as u32;
+    }
+    assert!((140..=160).contains(&ok1), "{ok1}");
+    mock.increment(Duration::from_millis(60));
+    // Period 2: the first call runs a decision; half the traffic goes, class 2 first.
+    let mut ok = [0u32; 3];
+    for i in 0..300u32 {
+        let c = (i % 3) as u8;
+        if svc.ready().await.unwrap().call(c).await.is_ok() {
+            ok[c as usize] += 1;
+        }
+    }
+    let s = layer.snapshot();
+    assert!(s.decisions >= 1);
+    assert_eq!(ok[0], 100, "class 0 fully admitted: {ok:?}, shares {:?}", s.share);
+    assert!((45..=55).contains(&ok[1]), "class 1 half: {ok:?}");
+    assert_eq!(ok[2], 0, "class 2 shed first: {ok:?}");
+}
+
+#[tokio::test]
+async fn dry_run_never_rejects() {
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(Share(0.2)))
+        .max_concurrency(2)
+        .capacity(1000)
+        .dry_run(true)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(held());
+    let mut hold = Vec::new();
+    let mut futs = Vec::new();
+    for round in 0..3 {
+        for _ in 0..20 {
+            let (tx, rx) = oneshot::channel();
+            hold.push(tx);
+            let mut f = Box::pin(svc.ready().await.unwrap().call(rx));
+            assert!(poll_once(&mut f).is_pending(), "round {round}: a dry run must not reject");
+            futs.push(f);
+        }
+        mock.increment(Duration::from_millis(60));
+    }
+    let s = layer.snapshot();
+    assert_eq!(s.rejected_total(), 0);
+    assert_eq!(s.in_flight, 60);
+    let would: u64 = s.would_reject.iter().flatten().sum();
+    assert!(would >= 50, "would-be rejections recorded: {:?}", s.would_reject);
+    for tx in hold {
+        let _ = tx.send(());
+    }
+    for f in futs {
+        f.await.unwrap();
+    }
+    assert_eq!(layer.snapshot().in_flight, 0);
+}
+
+#[tokio::test]
+async fn queue_mode_waits_bounded_with_a_deadline() {
+    let layer = AdmissionLayer::builder()
+        .controller("static")
+        .max_concurrency(1)
+        .capacity(1000)
+        .queue(2, Duration::from_millis(300))
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(held());
+    let (t1, r1) = oneshot::channel();
+    let f1 = tokio::spawn(svc.ready().await.unwrap().call(r1));
+    let (t2, r2) = oneshot::channel();
+    let f2 = tokio::spawn(svc.ready().await.unwrap().call(r2));
+    let (_t3, r3) = oneshot::channel();
+    let f3 = tokio::spawn(svc.ready().await.unwrap().call(r3));
+    // Queue (2) full: the fourth is rejected at once.
+    let (_t4, r4) = oneshot::channel();
+    assert_eq!(reason(&svc.ready().await.unwrap().call(r4).await.unwrap_err()), Reason::Limit);
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(layer.snapshot().waiting, 2);
+    // The first finishes; the second gets its slot and finishes; the third times out,
+    // since the second's slot is held until it finishes (after the deadline).
+    t1.send(()).unwrap();
+    f1.await.unwrap().unwrap();
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(layer.snapshot().in_flight, 1);
+    let e3 = f3.await.unwrap().unwrap_err();
+    assert_eq!(reason(&e3), Reason::Deadline);
+    t2.send(()).unwrap();
+    f2.await.unwrap().unwrap();
+    let s = layer.snapshot();
+    assert_eq!((s.in_flight, s.waiting), (0, 0));
+    assert_eq!(s.rejected[0][Reason::Deadline as usize], 1);
+}
+
+#[tokio::test]
+async fn builder_errors_are_typed() {
+    assert!(AdmissionLayer::builder().max_concurrency(0).build().is_err());
+    assert!(AdmissionLayer::builder().controller("nope").build().is_err());
+    assert!(AdmissionLayer::builder().classes(0, 0.1).build().is_err());
+    assert!(AdmissionLayer::builder().queue(0, Duration::from_secs(1)).build().is_err());
+    // θ·Q = 2.1 requests: no admission could keep it, refused at build time.
+    let e = AdmissionLayer::builder().max_concurrency(3).build().unwrap_err();
+    assert!(e.to_string().contains("θ·Q"), "{e}");
+    let e = AdmissionLayer::builder().boundary_file("/nonexistent/b.toml").build().unwrap_err();
+    assert!(e.to_string().contains("/nonexistent/b.toml"), "{e}");
+    let e = safegate_tower::parse_boundary("[barrier]\nthreshhold = 0.7\n", "t").unwrap_err();
+    assert!(e.to_string().contains("threshhold"), "{e}");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../boundaries/seed-80.toml");
+    AdmissionLayer::builder().boundary_file(path).build().unwrap();
+}
