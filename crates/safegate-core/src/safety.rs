@@ -186,6 +186,8 @@ pub struct SafetyFilter<N> {
     last_decision: Option<Decision>,
     stats: FilterStats,
     curve: Option<ServiceCurve>,
+    /// `1/dt`, so a decision needs no division.
+    inv_dt: f64,
     /// Busy executors and completions at the previous decision.
     last_busy: f64,
     last_completed: f64,
@@ -216,6 +218,7 @@ impl<N: Policy> SafetyFilter<N> {
             }),
             last_busy: f64::NAN,
             last_completed: f64::NAN,
+            inv_dt: 1.0 / cfg.dt,
             cfg,
         })
     }
@@ -354,7 +357,7 @@ impl<N: Policy> SafetyFilter<N> {
             }
         }
         // Expected completions and retries; a positive mean surprise is drift we missed.
-        let bias = self.surprise.mean().max(0.0) / dt;
+        let bias = self.surprise.mean().max(0.0) * self.inv_dt;
         let drift = r_hat - s_hat + bias;
         let var = self.surprise.variance();
         let prior = (lambda + s_hat + r_hat) * dt;
