@@ -43,6 +43,7 @@ pub struct Builder<C = SingleClass> {
     classes: u8,
     reserve: f64,
     capacity: Option<u32>,
+    timing_sample: u32,
     clock: Option<quanta::Clock>,
     classify: C,
 }
@@ -78,6 +79,7 @@ impl Builder<SingleClass> {
             classes: 1,
             reserve: 0.25,
             capacity: None,
+            timing_sample: 32,
             clock: None,
             classify: SingleClass,
         }
@@ -139,6 +141,15 @@ impl<C> Builder<C> {
         self
     }
 
+    /// Time one request in `k` of each class (a power of two in `[1, 1024]`, default 32):
+    /// only those read the clock (at arrival and departure) and may run the decision step.
+    /// The period's mean latency and wait come from them and are charged to every request
+    /// that left in the period; `1` times every request.
+    pub fn timing_sample(mut self, k: u32) -> Self {
+        self.timing_sample = k;
+        self
+    }
+
     /// Reject at once when over the limit (the default).
     pub fn reject(mut self) -> Self {
         self.mode = Mode::Reject;
@@ -180,6 +191,7 @@ impl<C> Builder<C> {
             classes: self.classes,
             reserve: self.reserve,
             capacity: self.capacity,
+            timing_sample: self.timing_sample,
             clock: self.clock,
             classify,
         }
@@ -203,6 +215,9 @@ impl<C> Builder<C> {
         }
         if !(0.0..1.0).contains(&self.reserve) {
             return setting("classes reserve", self.reserve.to_string(), "[0, 1)");
+        }
+        if !(self.timing_sample.is_power_of_two() && self.timing_sample <= 1024) {
+            return setting("timing_sample", self.timing_sample.to_string(), "a power of two in [1, 1024]");
         }
         let queue_cap = match self.mode {
             Mode::Reject => 0,
@@ -251,6 +266,7 @@ impl<C> Builder<C> {
                 classes,
                 reserve: self.reserve,
                 period_ns: (period * 1e9) as u64,
+                sample_mask: u64::from(self.timing_sample - 1),
             },
             published: Padded(Published {
                 next_decision_ns: AtomicU64::new(0),
@@ -270,6 +286,9 @@ impl<C> Builder<C> {
                 last_offered: vec![0; classes],
                 last_completed: 0,
                 last_now_ns: 0,
+                last_timed: [0; 3],
+                mean: [0.0; 2],
+                totals: [0.0; 2],
                 in_backup: false,
                 decisions: 0,
                 exits: 0,

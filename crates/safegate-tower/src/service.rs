@@ -127,7 +127,12 @@ impl Snapshot {
                 .iter()
                 .map(|c| c.threshold.load(Ordering::Relaxed) as f64 / crate::shared::ONE as f64)
                 .collect(),
-            completed: sh.done.0.completed.load(Ordering::Relaxed),
+            completed: crate::shared::completed_of(
+                sh.classes.iter().map(|c| c.offered.0.load(Ordering::Relaxed)).sum(),
+                sh.classes.iter().flat_map(|c| c.rejected.iter()).map(|r| r.load(Ordering::Relaxed)).sum(),
+                sh.in_flight.0.load(Ordering::Relaxed),
+                sh.waiting.0.load(Ordering::Relaxed),
+            ),
             cancelled: sh.done.0.cancelled.load(Ordering::Relaxed),
             errors: sh.done.0.errors.load(Ordering::Relaxed),
             decisions,
@@ -148,13 +153,14 @@ impl Snapshot {
 #[derive(Debug)]
 pub(crate) struct Permit {
     shared: Arc<Shared>,
-    start_raw: u64,
+    /// The arrival time, for a timed request.
+    start_raw: Option<u64>,
     /// 0 pending, 1 finished ok, 2 finished with an error.
     outcome: u8,
 }
 
 impl Permit {
-    fn new(shared: Arc<Shared>, start_raw: u64) -> Self {
+    fn new(shared: Arc<Shared>, start_raw: Option<u64>) -> Self {
         Permit { shared, start_raw, outcome: 0 }
     }
 }
@@ -162,12 +168,15 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         let sh = &*self.shared;
-        let end = sh.clock.raw();
-        let ns = sh.clock.delta_as_nanos(self.start_raw, end);
         sh.in_flight.0.fetch_sub(1, Ordering::SeqCst);
         let d = &sh.done.0;
-        d.completed.fetch_add(1, Ordering::Relaxed);
-        d.latency_ns.fetch_add(ns, Ordering::Relaxed);
+        if let Some(start) = self.start_raw {
+            let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());
+            d.latency_ns.fetch_add(ns, Ordering::Relaxed);
+            d.timed.fetch_add(1, Ordering::Relaxed);
+            #[cfg(feature = "metrics")]
+            crate::metrics::record_latency(sh, ns);
+        }
         match self.outcome {
             0 => {
                 d.cancelled.fetch_add(1, Ordering::Relaxed);
@@ -180,8 +189,6 @@ impl Drop for Permit {
         if matches!(sh.settings.mode, Mode::Queue { .. }) && sh.waiting.0.load(Ordering::SeqCst) > 0 {
             sh.notify.notify_one();
         }
-        #[cfg(feature = "metrics")]
-        crate::metrics::record_latency(sh, ns);
     }
 }
 
@@ -198,7 +205,7 @@ type WaitFuture = Pin<Box<dyn Future<Output = Result<Permit, Overloaded>> + Send
 
 /// Wait for a slot of class `class` until `deadline` (the guard counts this request as
 /// waiting from before this future is made).
-fn wait_for_slot(guard: WaitGuard, class: usize, start_raw: u64, deadline: std::time::Duration) -> WaitFuture {
+fn wait_for_slot(guard: WaitGuard, class: usize, start_raw: Option<u64>, deadline: std::time::Duration) -> WaitFuture {
     Box::pin(async move {
         let sh = guard.0.clone();
         let until = tokio::time::Instant::now() + deadline;
@@ -208,8 +215,10 @@ fn wait_for_slot(guard: WaitGuard, class: usize, start_raw: u64, deadline: std::
             notified.as_mut().enable();
             let limit = sh.classes[class].limit.load(Ordering::Relaxed);
             if sh.try_acquire(limit) {
-                let waited = sh.clock.delta_as_nanos(start_raw, sh.clock.raw());
-                sh.done.0.wait_ns.fetch_add(waited, Ordering::Relaxed);
+                if let Some(start) = start_raw {
+                    let waited = sh.clock.delta_as_nanos(start, sh.clock.raw());
+                    sh.done.0.wait_ns.fetch_add(waited, Ordering::Relaxed);
+                }
                 drop(guard);
                 return Ok(Permit::new(sh.clone(), start_raw));
             }
@@ -308,11 +317,18 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         let sh = &*self.shared;
-        let raw = sh.clock.raw();
-        sh.maybe_decide(sh.now_ns(raw));
         let class = usize::from(self.classify.class(&req)).min(sh.classes.len() - 1);
         let cs = &sh.classes[class];
         let n = cs.offered.0.fetch_add(1, Ordering::Relaxed);
+        // One request in `timing_sample` reads the clock: it is timed, and it runs the
+        // decision step when a period has passed.
+        let raw = if n & sh.settings.sample_mask == 0 {
+            let raw = sh.clock.raw();
+            sh.maybe_decide(sh.now_ns(raw));
+            Some(raw)
+        } else {
+            None
+        };
         let dry = sh.settings.dry_run;
 
         // The admission share (nominal and filter, lowest classes first).
@@ -358,7 +374,7 @@ where
 impl<S, C> Admission<S, C> {
     /// Call the inner service under a slot already counted in `in_flight`.
     #[inline]
-    fn run<Req>(&mut self, start_raw: u64, req: Req) -> ResponseFuture<S::Future, S, Req>
+    fn run<Req>(&mut self, start_raw: Option<u64>, req: Req) -> ResponseFuture<S::Future, S, Req>
     where
         S: Service<Req>,
     {

@@ -48,6 +48,8 @@ pub(crate) struct Settings {
     pub(crate) classes: usize,
     pub(crate) reserve: f64,
     pub(crate) period_ns: u64,
+    /// `k − 1` for timing one request in `k` (a power of two).
+    pub(crate) sample_mask: u64,
 }
 
 /// One priority class's counters and published admission values.
@@ -75,10 +77,11 @@ impl ClassState {
     }
 }
 
-/// Completions: count and summed latency (time in the layer, waiting included), summed wait.
+/// Timed completions (one request in `timing_sample`): their count, summed latency (time
+/// in the layer, waiting included) and summed wait; cancellations and errors of all.
 #[derive(Debug, Default)]
 pub(crate) struct Done {
-    pub(crate) completed: AtomicU64,
+    pub(crate) timed: AtomicU64,
     pub(crate) latency_ns: AtomicU64,
     pub(crate) wait_ns: AtomicU64,
     pub(crate) cancelled: AtomicU64,
@@ -100,6 +103,12 @@ pub(crate) struct Controller {
     pub(crate) last_offered: Vec<u64>,
     pub(crate) last_completed: u64,
     pub(crate) last_now_ns: u64,
+    /// Timed completions, their latency and wait sums at the last step.
+    pub(crate) last_timed: [u64; 3],
+    /// Mean latency and wait of the timed requests of the last period that had any [s].
+    pub(crate) mean: [f64; 2],
+    /// The cumulative latency and wait the observation carries [s].
+    pub(crate) totals: [f64; 2],
     pub(crate) in_backup: bool,
     pub(crate) decisions: u64,
     pub(crate) exits: u64,
@@ -142,16 +151,19 @@ pub(crate) fn weyl(n: u64) -> u64 {
     n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
 }
 
+/// Fewest requests in a period from which [`class_shares`] reads the split over classes.
+pub(crate) const MIN_SPLIT: u64 = 8;
+
 /// Admission shares per class, lowest classes shed first (DAGOR's level with a
 /// fractional boundary class): given the admission share `admit` of all traffic and the
 /// requests each class offered last period, the classes from the least important up lose
 /// all their traffic until `(1 − admit)` of the total is shed; the class where that
-/// happens is admitted in part; more important ones fully. With no traffic last period
-/// every class gets `admit`.
+/// happens is admitted in part; more important ones fully. With too little traffic last
+/// period to say how it splits (fewer than [`MIN_SPLIT`] requests) every class gets `admit`.
 pub(crate) fn class_shares(admit: f64, offered: &[u64], out: &mut [f64]) {
     let admit = if admit.is_nan() { 0.0 } else { admit.clamp(0.0, 1.0) };
     let total: u64 = offered.iter().sum();
-    if total == 0 {
+    if total < MIN_SPLIT {
         out.iter_mut().for_each(|s| *s = admit);
         return;
     }
@@ -168,6 +180,11 @@ pub(crate) fn class_shares(admit: f64, offered: &[u64], out: &mut [f64]) {
             0.0
         };
     }
+}
+
+/// Requests that left the layer: offered, not rejected, not in service, not waiting.
+pub(crate) fn completed_of(offered: u64, rejected: u64, in_flight: u32, waiting: u32) -> u64 {
+    offered.saturating_sub(rejected).saturating_sub(u64::from(in_flight) + u64::from(waiting))
 }
 
 /// The in-service cap of class `k` of `classes`: the limit minus a reserve growing
@@ -236,19 +253,38 @@ impl Shared {
         let rejected: u64 =
             self.classes.iter().flat_map(|k| k.rejected.iter()).map(|r| r.load(Ordering::Relaxed)).sum();
         let done = &self.done.0;
-        let completed = done.completed.load(Ordering::Relaxed);
         let in_flight = self.in_flight.0.load(Ordering::Relaxed);
         let waiting = self.waiting.0.load(Ordering::Relaxed);
         let queue = f64::from(in_flight) + f64::from(waiting);
         let total_offered: u64 = offered.iter().sum();
+        // Departures are what was admitted and is no longer in the layer (counting them
+        // here saves the hot path an atomic); the snapshot of several counters can be a
+        // request off, so the count is kept monotone.
+        let completed = completed_of(total_offered, rejected, in_flight, waiting).max(c.last_completed);
+        // The timed requests give the period's mean latency and wait; every departure of
+        // the period is charged that mean (the last known one if none was timed).
+        let timed = [
+            done.timed.load(Ordering::Relaxed),
+            done.latency_ns.load(Ordering::Relaxed),
+            done.wait_ns.load(Ordering::Relaxed),
+        ];
+        let dn = timed[0].saturating_sub(c.last_timed[0]);
+        if dn > 0 {
+            c.mean[0] = timed[1].saturating_sub(c.last_timed[1]) as f64 * 1e-9 / dn as f64;
+            c.mean[1] = timed[2].saturating_sub(c.last_timed[2]) as f64 * 1e-9 / dn as f64;
+        }
+        c.last_timed = timed;
+        let departed = completed.saturating_sub(c.last_completed) as f64;
+        c.totals[0] += departed * c.mean[0];
+        c.totals[1] += departed * c.mean[1];
 
         let mut obs = Observation::new(now_ns as f64 * 1e-9, queue, s.capacity);
         obs.in_service = f64::from(in_flight);
         obs.offered = total_offered as f64;
         obs.admitted = total_offered.saturating_sub(rejected) as f64;
         obs.completed = completed as f64;
-        obs.latency_total = done.latency_ns.load(Ordering::Relaxed) as f64 * 1e-9;
-        obs.wait_total = done.wait_ns.load(Ordering::Relaxed) as f64 * 1e-9;
+        obs.latency_total = c.totals[0];
+        obs.wait_total = c.totals[1];
 
         let action = c.filter.decide(&obs);
         let (feasible, bound) = c.filter.last_decision().map_or((true, false), |d| (d.feasible, d.bound_by.is_some()));
@@ -329,9 +365,9 @@ mod tests {
         assert_eq!(out[2], 0.0);
         assert!((out[1] - 0.5).abs() < 1e-12);
         assert_eq!(out[0], 1.0);
-        class_shares(1.0, &[1, 2, 3], &mut out);
+        class_shares(1.0, &[10, 20, 30], &mut out);
         assert_eq!(out, [1.0; 3]);
-        class_shares(0.0, &[1, 2, 3], &mut out);
+        class_shares(0.0, &[10, 20, 30], &mut out);
         assert_eq!(out, [0.0; 3]);
         // A silent low class below the boundary class is closed too.
         class_shares(0.4, &[50, 50, 0], &mut out);
@@ -341,7 +377,9 @@ mod tests {
         // No traffic: the uniform share.
         class_shares(0.3, &[0, 0, 0], &mut out);
         assert_eq!(out, [0.3; 3]);
-        class_shares(f64::NAN, &[1, 1, 1], &mut out);
+        class_shares(0.3, &[1, 0, 0], &mut out);
+        assert_eq!(out, [0.3; 3]);
+        class_shares(f64::NAN, &[10, 10, 10], &mut out);
         assert_eq!(out, [0.0; 3]);
     }
 

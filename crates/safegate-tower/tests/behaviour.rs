@@ -228,6 +228,7 @@ async fn admission_share_sheds_lowest_classes_first() {
         .max_concurrency(1000)
         .classes(3, 0.0)
         .classifier(|r: &u8| *r)
+        .timing_sample(1)
         .clock(clock)
         .build()
         .unwrap();
@@ -263,6 +264,7 @@ async fn dry_run_never_rejects() {
         .max_concurrency(2)
         .capacity(1000)
         .dry_run(true)
+        .timing_sample(1)
         .clock(clock)
         .build()
         .unwrap();

@@ -8,6 +8,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod bench_cmd;
 mod bound_cmd;
 mod chart;
 mod compare_cmd;
@@ -45,6 +46,8 @@ enum Command {
     Detect(detect_cmd::DetectArgs),
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
     Compare(Box<compare_cmd::CompareArgs>),
+    /// Benchmarks on this machine: `bench overhead`, the tower layer's cost per request.
+    Bench(bench_cmd::BenchArgs),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +59,7 @@ fn main() -> ExitCode {
         Some(Command::Bound(args)) => bound_cmd::run(&args),
         Some(Command::Detect(args)) => detect_cmd::run(&args),
         Some(Command::Compare(args)) => compare_cmd::run(&args),
+        Some(Command::Bench(args)) => bench_cmd::run(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };
