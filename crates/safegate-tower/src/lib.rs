@@ -4,7 +4,7 @@
 //! An [`AdmissionLayer`] wraps a service in [`Admission`]: every request is admitted,
 //! queued or rejected with a typed [`Overloaded`] error. Underneath sits the core's
 //! [`SafetyFilter`](safegate_core::safety::SafetyFilter): any nominal controller
-//! (`gradient2` by default; `vegas`, `aimd`, `envoy-gradient`, `static`, `credits`,
+//! (`vegas` by default; `gradient2`, `aimd`, `envoy-gradient`, `static`, `credits`,
 //! `priority-levels`, `sre-throttle`) proposes a concurrency limit and an admission share,
 //! and the filter changes the share only as much as the boundary requires to keep the
 //! requests in the layer (in service plus waiting) at or below `θ·Q` with the boundary's

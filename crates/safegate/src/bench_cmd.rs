@@ -183,7 +183,7 @@ fn cases() -> Result<Vec<(&'static str, Case)>> {
     v.push((
         "admission",
         Box::new(|n, two| {
-            // The default stack: gradient2 under the default boundary's safety filter.
+            // The default stack: vegas under the default boundary's safety filter.
             let layer = AdmissionLayer::builder()
                 .max_concurrency(LIMIT as u32)
                 .capacity(CAPACITY)
@@ -268,7 +268,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     row("no-op service", s.noop_ns, c.noop_ns);
     row("tower ConcurrencyLimit", s.concurrency_limit_ns, c.concurrency_limit_ns);
     row("tower LoadShed + ConcurrencyLimit", s.load_shed_concurrency_limit_ns, c.load_shed_concurrency_limit_ns);
-    row("safegate Admission (gradient2 + filter)", s.admission_ns, c.admission_ns);
+    row("safegate Admission (vegas + filter)", s.admission_ns, c.admission_ns);
     match (s.tower_acc_ns, c.tower_acc_ns) {
         (Some(x), Some(y)) => row("tower-acc ConcurrencyLimit (Gradient2)", x, y),
         _ => println!("{:<44} {:>12} {:>16}", "tower-acc", "not built", "(--features tower-acc)"),
