@@ -399,8 +399,7 @@ fn a_traffic_spike_adds_its_requests_in_every_mode() {
     assert!((st - 10.0 * expect).abs() < 4.0 * sd, "stochastic {st} vs {}", 10.0 * expect);
     assert!((sp - 10.0 * expect).abs() < 4.0 * sd, "stepped {sp} vs {}", 10.0 * expect);
     // The queue builds during the spike (160 > the pool's 150 peak) and only then.
-    let mut opts = RunOptions::default();
-    opts.record_every = Some(20);
+    let opts = RunOptions { record_every: Some(20), ..RunOptions::default() };
     let s = run_fluid(&cfg, &mut Open, opts).series.unwrap();
     let at = |t: f64| s.queue[s.t.iter().position(|&x| x >= t).unwrap()];
     assert!(at(49.0) < 5.0 && at(69.0) > 100.0, "{} {}", at(49.0), at(69.0));
