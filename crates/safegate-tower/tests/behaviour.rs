@@ -347,3 +347,50 @@ async fn builder_errors_are_typed() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../boundaries/seed-80.toml");
     AdmissionLayer::builder().boundary_file(path).build().unwrap();
 }
+
+/// Requests that never finish fill the service toward the barrier (θ·Q = 0.7·20 = 14 in
+/// flight): the filter first trims the admission share (reason `Barrier`), then finds no
+/// safe action (reason `Backup`) — never the concurrency limit, which is far away — and the
+/// service stays below the barrier plus one period's arrivals.
+#[tokio::test]
+async fn the_filter_rejects_for_the_barrier_and_then_the_backup() {
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(Share(1.0)))
+        .max_concurrency(1000)
+        .capacity(20)
+        .timing_sample(1)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(held());
+    let mut hold = Vec::new();
+    let mut futs = Vec::new();
+    let mut reasons = Vec::new();
+    for _period in 0..40 {
+        for _ in 0..4 {
+            let (tx, rx) = oneshot::channel();
+            hold.push(tx);
+            let mut f = Box::pin(svc.ready().await.unwrap().call(rx));
+            match poll_once(&mut f) {
+                Poll::Pending => futs.push(f),
+                Poll::Ready(Err(e)) => reasons.push(reason(&e)),
+                Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
+            }
+        }
+        mock.increment(Duration::from_millis(60));
+    }
+    let s = layer.snapshot();
+    assert!(!reasons.contains(&Reason::Limit), "{reasons:?}");
+    assert!(reasons.contains(&Reason::Backup), "no backup rejection: {reasons:?}");
+    assert!(s.in_flight <= 14 + 4, "in flight {} beyond the barrier", s.in_flight);
+    assert!(s.backup_activations >= 1, "{s:?}");
+    // A trimmed share (Barrier) or straight to the backup: both are the filter's reasons.
+    let filter_reasons = reasons.iter().filter(|r| matches!(r, Reason::Barrier | Reason::Backup)).count();
+    assert_eq!(filter_reasons, reasons.len());
+    drop(hold);
+    for f in futs {
+        f.await.unwrap();
+    }
+    assert_eq!(layer.snapshot().in_flight, 0);
+}

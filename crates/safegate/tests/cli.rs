@@ -259,3 +259,15 @@ fn compare_prints_every_arm_and_json_has_the_metrics() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unknown policy"));
 }
+
+#[test]
+fn bench_overhead_prints_ns_per_request_and_the_ratio() {
+    let out = safegate(&["bench", "overhead", "--requests", "20000", "--rounds", "1", "--json"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for key in ["admission_ns", "concurrency_limit_ns", "ratio"] {
+        let x = &v[key];
+        let ok = x.as_f64().map_or(false, |f| f.is_finite() && f > 0.0) || x.is_object() || x.is_array();
+        assert!(ok, "{key}: {x}");
+    }
+}
