@@ -21,10 +21,10 @@
 //!
 //! # The hot path
 //!
-//! A request costs two clock reads (`quanta`'s TSC where it is invariant, else the OS
-//! monotonic clock), one `fetch_add` on its class's offered counter, a compare-and-swap on
-//! the in-flight count, and the permit's decrement and two counter additions when it
-//! leaves. Nothing is locked: the controller runs at most once per decision period (the
+//! A request costs one `fetch_add` on its class's offered counter, a compare-and-swap on
+//! the in-flight count, and the permit's decrement when it leaves; one request in
+//! `timing_sample` (32 by default) also reads the clock twice (`quanta`'s TSC where it is
+//! invariant, else the OS monotonic clock) and records its latency. Nothing is locked: the controller runs at most once per decision period (the
 //! boundary's `decision.period`, 50 ms by default), in whichever request first crosses the
 //! period boundary and wins a `try_lock`; it publishes the limit, the admission share of
 //! each class and the rejection reason in atomics that every other request reads.
@@ -79,6 +79,8 @@ pub use classify::{Classify, SingleClass};
 pub use classify::{HeaderClass, UserHashClass};
 pub use error::{BuildError, Overloaded, Reason};
 pub use service::{Admission, AdmissionLayer, ResponseFuture, Snapshot};
+#[doc(hidden)]
+pub use shared::slots;
 pub use shared::Mode;
 
 /// The error type of [`Admission`]: the inner service's error or an [`Overloaded`],

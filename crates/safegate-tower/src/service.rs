@@ -168,7 +168,7 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         let sh = &*self.shared;
-        sh.in_flight.0.fetch_sub(1, Ordering::SeqCst);
+        crate::shared::slots::release(&sh.in_flight.0);
         let d = &sh.done.0;
         if let Some(start) = self.start_raw {
             let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());

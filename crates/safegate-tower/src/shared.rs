@@ -207,17 +207,7 @@ impl Shared {
     /// Take one in-service slot if fewer than `limit` are taken.
     #[inline]
     pub(crate) fn try_acquire(&self, limit: u32) -> bool {
-        let a = &self.in_flight.0;
-        let mut cur = a.load(Ordering::Relaxed);
-        loop {
-            if cur >= limit {
-                return false;
-            }
-            match a.compare_exchange_weak(cur, cur + 1, Ordering::SeqCst, Ordering::Relaxed) {
-                Ok(_) => return true,
-                Err(v) => cur = v,
-            }
-        }
+        slots::try_acquire(&self.in_flight.0, limit)
     }
 
     /// A rejection of class `class` for `reason`, with the published hint.
@@ -401,5 +391,60 @@ mod tests {
                 assert!((n as f64 - 200.0 * share).abs() <= 3.0, "share {share}: {n} of 200");
             }
         }
+    }
+}
+
+/// The in-flight slot counter's operations, generic over the atomic so that a model checker
+/// runs the very code the layer runs (`tests/loom.rs` checks every interleaving of a few
+/// threads with loom's atomics). Not part of the API.
+#[doc(hidden)]
+pub mod slots {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    /// An atomic slot counter.
+    pub trait Counter {
+        /// The current count (relaxed).
+        fn current(&self) -> u32;
+        /// Compare-and-swap `cur → new` (may fail spuriously); the value seen on failure.
+        fn swap_if(&self, cur: u32, new: u32) -> Result<u32, u32>;
+        /// Give one slot back.
+        fn give_back(&self);
+    }
+
+    impl Counter for AtomicU32 {
+        #[inline]
+        fn current(&self) -> u32 {
+            self.load(Ordering::Relaxed)
+        }
+        #[inline]
+        fn swap_if(&self, cur: u32, new: u32) -> Result<u32, u32> {
+            self.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
+        }
+        #[inline]
+        fn give_back(&self) {
+            self.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    /// Take one slot if fewer than `limit` are taken: a compare-and-swap loop that never
+    /// lets the count pass `limit`, whatever the interleaving.
+    #[inline]
+    pub fn try_acquire<C: Counter + ?Sized>(c: &C, limit: u32) -> bool {
+        let mut cur = c.current();
+        loop {
+            if cur >= limit {
+                return false;
+            }
+            match c.swap_if(cur, cur + 1) {
+                Ok(_) => return true,
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// Give back a slot taken by [`try_acquire`].
+    #[inline]
+    pub fn release<C: Counter + ?Sized>(c: &C) {
+        c.give_back();
     }
 }
