@@ -41,7 +41,7 @@ impl Default for BarrierSection {
 pub struct ProbabilitySection {
     /// ε, the tolerated probability of ever leaving the safe set within the horizon (0.01).
     pub epsilon: f64,
-    /// T, the horizon [s] (600).
+    /// T, the horizon \[s\] (600).
     pub horizon: f64,
     /// α of the per-step chance constraint `P[h⁺ ≥ α·h] ≥ 1 − ε_step` (0: the pure form).
     pub decay: f64,
@@ -118,7 +118,7 @@ impl Default for DisturbanceSection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExpectationSection {
-    /// τ [s].
+    /// τ \[s\].
     pub tau: f64,
 }
 
@@ -151,7 +151,7 @@ pub struct BackupSection {
     pub policy: BackupName,
     /// Concurrency cap while escalated (reject-all-shed-retries only).
     pub concurrency: Option<u32>,
-    /// Horizon of the backup-implicit safe set [s] (10).
+    /// Horizon of the backup-implicit safe set \[s\] (10).
     pub horizon: f64,
     /// Add the backup-set constraint `u ≤ (q_I − q)/dt − d̄` (true).
     pub constrain: bool,
@@ -206,9 +206,9 @@ impl Default for ConcurrencySection {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct DecisionSection {
-    /// Decision period dt [s] (0.05).
+    /// Decision period dt \[s\] (0.05).
     pub period: f64,
-    /// Time constant of the rate estimates [s] (0.5).
+    /// Time constant of the rate estimates \[s\] (0.5).
     pub rate_tau: f64,
 }
 

@@ -57,7 +57,7 @@ pub struct CycleConfig {
     /// queue it finds ("The Backlog Does Not Drain Itself Afterward"); a target repays that
     /// scar, and below it stores work in the buffer for the next dip.
     pub queue_target: Option<f64>,
-    /// Time constant τ of the steering toward the target [s].
+    /// Time constant τ of the steering toward the target \[s\].
     pub queue_tau: f64,
     /// After a round in which the pool sat idle while admission was paced below the offered
     /// rate, raise the estimate by the probe gain (BBR re-probes after app-limited periods;

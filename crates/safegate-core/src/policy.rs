@@ -16,7 +16,7 @@ use serde::Serialize;
 /// (zero, or `None` for health).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Observation {
-    /// Current time [s]. The only clock a policy may read.
+    /// Current time \[s\]. The only clock a policy may read.
     pub now: f64,
     /// Queue depth `q`: requests waiting plus in service.
     pub queue: f64,
@@ -37,14 +37,14 @@ pub struct Observation {
     /// Cumulative completions that failed downstream and came back as retries.
     pub retried: f64,
     /// Cumulative time in the system (waiting plus in service) summed over completed
-    /// requests [s]. Its change over an interval divided by the change in `completed` is
+    /// requests \[s\]. Its change over an interval divided by the change in `completed` is
     /// the mean latency (RTT) of that interval. Models without individual requests use the
     /// backlog-time integral `∫q dt`, the same sum by Little's law.
     pub latency_total: f64,
-    /// The part of `latency_total` spent waiting for an executor [s] (latency minus wait is
+    /// The part of `latency_total` spent waiting for an executor \[s\] (latency minus wait is
     /// service time, the signal a limiter on executors reads).
     pub wait_total: f64,
-    /// Age of the oldest request still waiting for an executor [s], 0 when none waits: the
+    /// Age of the oldest request still waiting for an executor \[s\], 0 when none waits: the
     /// queueing delay Breakwater and DAGOR read.
     pub oldest_wait: f64,
 }

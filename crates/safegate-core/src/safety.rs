@@ -28,15 +28,15 @@ pub struct SafetyConfig {
     pub barrier: Barrier,
     /// Constraints to enforce (a `BackupSet` constraint's depth is kept up to date).
     pub constraints: Vec<Constraint>,
-    /// Decision period [s].
+    /// Decision period \[s\].
     pub dt: f64,
     /// Decision periods of surprises in the σ window.
     pub window: usize,
-    /// Time constant of the rate estimates [s].
+    /// Time constant of the rate estimates \[s\].
     pub rate_tau: f64,
     /// What to do when no action satisfies every constraint.
     pub backup: BackupPolicy,
-    /// Horizon of the backup-implicit safe set [s].
+    /// Horizon of the backup-implicit safe set \[s\].
     pub backup_horizon: f64,
     /// The concurrency cap as a second input (`None`: the filter never changes the cap).
     pub concurrency: Option<ConcurrencyInput>,
@@ -95,9 +95,9 @@ pub struct FilterStats {
     pub infeasible: u64,
     /// Decisions where the backup also shed retries or capped concurrency.
     pub backup_escalations: u64,
-    /// Σ nominal admitted rate × dt [requests].
+    /// Σ nominal admitted rate × dt \[requests\].
     pub nominal_admitted: f64,
-    /// Σ throughput given up × dt [requests] (Corollary 3's cost, measured).
+    /// Σ throughput given up × dt \[requests\] (Corollary 3's cost, measured).
     pub given_up: f64,
     /// Interventions by the constraint that bound, in [`ConstraintKind`] order.
     pub bound_by: [u64; 8],

@@ -220,9 +220,9 @@ pub struct ArmReport {
     pub goodput_ratio: f64,
     /// Backlog-time `Σ q·dt` [request·s] (mean).
     pub backlog_time: f64,
-    /// Median sojourn [s] (mean over replications of each run's median).
+    /// Median sojourn \[s\] (mean over replications of each run's median).
     pub sojourn_p50: Option<f64>,
-    /// 99th-percentile sojourn [s] (mean over replications).
+    /// 99th-percentile sojourn \[s\] (mean over replications).
     pub sojourn_p99: Option<f64>,
     /// Recovery after each dip.
     pub recovery: Recovery,
@@ -284,7 +284,7 @@ pub struct CurvePoint {
 pub struct ProbeCollapseRow {
     /// Capacity after the collapse, as a fraction of the estimate.
     pub capacity: f64,
-    /// Queue added by the probe round, abort off [requests].
+    /// Queue added by the probe round, abort off \[requests\].
     pub probe: f64,
     /// Queue added by the drain round, abort off.
     pub drain: f64,
@@ -304,7 +304,7 @@ pub struct CompareReport {
     pub threshold: f64,
     /// The boundary's ε over its horizon.
     pub epsilon: f64,
-    /// The horizon [s].
+    /// The horizon \[s\].
     pub horizon: f64,
     /// Replications per arm.
     pub seeds: u32,

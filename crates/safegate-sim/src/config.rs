@@ -24,7 +24,7 @@ pub struct Config {
     pub service: ServiceLaw,
     /// Simulated seconds.
     pub duration: f64,
-    /// Fluid step and stochastic sampling interval [s].
+    /// Fluid step and stochastic sampling interval \[s\].
     pub dt: f64,
     /// Seed of every random draw.
     pub seed: u64,
@@ -32,7 +32,7 @@ pub struct Config {
     pub initial_queue: f64,
     /// Queue depth counted as drained (MODEL.md: any of 3–6 gives the same recovery delay).
     pub drain_level: f64,
-    /// Start of the settled window whose queue range the summary reports [s].
+    /// Start of the settled window whose queue range the summary reports \[s\].
     pub warmup: f64,
 }
 
@@ -59,9 +59,9 @@ impl Default for Config {
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Spike {
-    /// Start [s].
+    /// Start \[s\].
     pub start: f64,
-    /// Length [s].
+    /// Length \[s\].
     pub duration: f64,
     /// Offered rate during the spike [req/s].
     pub rate: f64,

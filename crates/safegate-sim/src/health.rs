@@ -79,7 +79,7 @@ pub enum HealthSchedule {
     Dip {
         /// The dip's shape (`hold_high` is unused).
         shape: DipShape,
-        /// When the ramp down begins [s].
+        /// When the ramp down begins \[s\].
         start: f64,
     },
     /// Linear interpolation through `(t, H)` points, held constant beyond both ends.

@@ -34,7 +34,7 @@ pub struct Pool {
     pub comfortable: f64,
     /// `s`, one executor's comfortable-load clearing rate [req/s].
     pub rate: f64,
-    /// `cap`, the queue capacity [requests]; arrivals beyond it are lost.
+    /// `cap`, the queue capacity \[requests\]; arrivals beyond it are lost.
     pub capacity: f64,
     /// How the fluid model counts busy executors.
     pub busy: Busy,

@@ -11,7 +11,7 @@ pub struct Summary {
     pub queue_min: f64,
     /// Time-averaged queue depth.
     pub queue_mean: f64,
-    /// Start of the settled window [s] (`run.warmup`).
+    /// Start of the settled window \[s\] (`run.warmup`).
     pub warmup: f64,
     /// Smallest queue depth at or after the warm-up (the seed's band floor); `None` if the
     /// run ended before the warm-up.
@@ -49,11 +49,11 @@ pub struct Summary {
     /// Seconds from the dip's end until the queue first fell to `drain_level` (the seed's
     /// recovery delay); `None` if it never did or there was no dip.
     pub recovery_after_dip: Option<f64>,
-    /// Mean time in system of cleared requests [s] (stochastic mode only).
+    /// Mean time in system of cleared requests \[s\] (stochastic mode only).
     pub mean_sojourn: Option<f64>,
-    /// Median time in system of cleared requests [s] (stochastic mode only).
+    /// Median time in system of cleared requests \[s\] (stochastic mode only).
     pub sojourn_p50: Option<f64>,
-    /// 99th percentile of the time in system of cleared requests [s] (stochastic mode only).
+    /// 99th percentile of the time in system of cleared requests \[s\] (stochastic mode only).
     pub sojourn_p99: Option<f64>,
     /// Steps (fluid) or random events (stochastic: arrivals and completions) simulated.
     pub events: u64,
@@ -62,7 +62,7 @@ pub struct Summary {
 /// One sample per recorded step.
 #[derive(Debug, Clone, PartialEq, Default, Serialize)]
 pub struct Series {
-    /// Time [s].
+    /// Time \[s\].
     pub t: Vec<f64>,
     /// Queue depth.
     pub queue: Vec<f64>,

@@ -144,7 +144,7 @@ pub struct HealthSection {
     pub hold_low: f64,
     /// Seconds of ramp up (5).
     pub ramp_up: f64,
-    /// Start of the single dip, for `kind = "dip"` [s] (20).
+    /// Start of the single dip, for `kind = "dip"` \[s\] (20).
     pub start: f64,
     /// CSV of `t,health` rows for `kind = "trace"`, relative to the scenario file.
     pub file: Option<PathBuf>,
@@ -235,7 +235,7 @@ impl Default for ServiceSection {
 pub struct RunSection {
     /// Simulated seconds (400).
     pub duration: f64,
-    /// Fluid step / stochastic sampling interval [s] (0.05).
+    /// Fluid step / stochastic sampling interval \[s\] (0.05).
     pub dt: f64,
     /// Simulator ("fluid").
     pub mode: Mode,
@@ -245,7 +245,7 @@ pub struct RunSection {
     pub initial_queue: f64,
     /// Depth counted as drained (6).
     pub drain_level: f64,
-    /// Start of the settled window for the summary's queue range [s] (0).
+    /// Start of the settled window for the summary's queue range \[s\] (0).
     pub warmup: f64,
 }
 
@@ -304,7 +304,7 @@ pub enum ScenarioError {
     /// The TOML is malformed, has an unknown key or a value of the wrong type.
     #[error("{origin}: {message}")]
     Parse {
-        /// The file (or "<embedded>").
+        /// The file (or `"<embedded>"`).
         origin: String,
         /// The parser's message, with the key and the line.
         message: String,
@@ -312,7 +312,7 @@ pub enum ScenarioError {
     /// A value is out of range.
     #[error("{origin}: {field} = {value} is out of range: allowed {allowed}")]
     Invalid {
-        /// The file (or "<embedded>").
+        /// The file (or `"<embedded>"`).
         origin: String,
         /// Dotted path of the field (`health.low`).
         field: String,

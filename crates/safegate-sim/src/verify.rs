@@ -174,7 +174,7 @@ pub struct CostFloor {
 pub struct Analytic {
     /// ε of the boundary.
     pub epsilon: f64,
-    /// Horizon T [s].
+    /// Horizon T \[s\].
     pub horizon: f64,
     /// Decision steps in the horizon.
     pub steps: u64,

@@ -24,7 +24,7 @@ pub fn parse_boundary(text: &str, origin: &str) -> Result<Boundary, BuildError> 
     Boundary::deserialize(toml::Value::Table(table)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
 }
 
-/// The smallest barrier `θ·Q` [requests] a layer accepts (see [`Builder::capacity`]).
+/// The smallest barrier `θ·Q` \[requests\] a layer accepts (see [`Builder::capacity`]).
 pub const MIN_BOUNDARY: f64 = 10.0;
 
 /// The nominal controller: by name, or a policy the caller built.

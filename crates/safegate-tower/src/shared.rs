@@ -105,9 +105,9 @@ pub(crate) struct Controller {
     pub(crate) last_now_ns: u64,
     /// Timed completions, their latency and wait sums at the last step.
     pub(crate) last_timed: [u64; 3],
-    /// Mean latency and wait of the timed requests of the last period that had any [s].
+    /// Mean latency and wait of the timed requests of the last period that had any \[s\].
     pub(crate) mean: [f64; 2],
-    /// The cumulative latency and wait the observation carries [s].
+    /// The cumulative latency and wait the observation carries \[s\].
     pub(crate) totals: [f64; 2],
     pub(crate) in_backup: bool,
     pub(crate) decisions: u64,

@@ -37,7 +37,7 @@ pub(crate) struct RunArgs {
     /// Simulated seconds (run.duration).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) duration: Option<f64>,
-    /// Fluid step and sampling interval [s] (run.dt).
+    /// Fluid step and sampling interval \[s\] (run.dt).
     #[arg(long)]
     pub(crate) dt: Option<f64>,
     /// Simulator: fluid or stochastic (run.mode).

@@ -31,9 +31,9 @@ pub struct AimdConfig {
     pub max_limit: u32,
     /// Factor applied on a drop, in `[0.5, 1)`. Default 0.9.
     pub backoff: f64,
-    /// An RTT above this counts as a drop [s]. Default 5 s.
+    /// An RTT above this counts as a drop \[s\]. Default 5 s.
     pub timeout: f64,
-    /// Update interval [s]. Default 0.05 s (the simulator's tick).
+    /// Update interval \[s\]. Default 0.05 s (the simulator's tick).
     pub interval: f64,
     /// Completions a window needs (Netflix `WindowedLimit` window size). Default 10.
     pub min_samples: u32,

@@ -38,15 +38,15 @@ use crate::ConfigError;
 /// Configuration of [`Credits`] (defaults in the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct CreditsConfig {
-    /// Target queueing delay `d_t` [s]. Default 0.2 s.
+    /// Target queueing delay `d_t` \[s\]. Default 0.2 s.
     pub target_delay: f64,
-    /// Additive increase per update [credits]. Default 1.
+    /// Additive increase per update \[credits\]. Default 1.
     pub additive: f64,
     /// Multiplicative-decrease gain β. Default 0.02.
     pub beta: f64,
     /// Smallest decrease factor. Default 0.5.
     pub min_factor: f64,
-    /// Starting pool [credits]. Default 8.
+    /// Starting pool \[credits\]. Default 8.
     pub initial_credits: f64,
     /// Smallest pool. Default 8 (the executors).
     pub min_credits: f64,
@@ -54,7 +54,7 @@ pub struct CreditsConfig {
     pub max_credits: f64,
     /// Issued credits per free credit, ≥ 1. Default 1.
     pub overcommit: f64,
-    /// Update interval [s]. Default 0.05 s.
+    /// Update interval \[s\]. Default 0.05 s.
     pub interval: f64,
 }
 

@@ -32,10 +32,10 @@ use crate::ConfigError;
 pub struct EnvoyGradientConfig {
     /// What the limit caps. Default [`Actuator::InFlight`].
     pub actuator: Actuator,
-    /// Sample window (`concurrency_update_interval`, required in Envoy) [s]. Default 0.1 s
+    /// Sample window (`concurrency_update_interval`, required in Envoy) \[s\]. Default 0.1 s
     /// (the docs' example).
     pub update_interval: f64,
-    /// Time between minRTT windows (`min_rtt_calc_params.interval`) [s]. Default 60 s (the
+    /// Time between minRTT windows (`min_rtt_calc_params.interval`) \[s\]. Default 60 s (the
     /// docs' example).
     pub min_rtt_interval: f64,
     /// Requests aggregated into a minRTT (`request_count`). Default 50.
@@ -148,7 +148,7 @@ impl EnvoyGradient {
         self.limit
     }
 
-    /// The last measured minRTT [s].
+    /// The last measured minRTT \[s\].
     pub fn min_rtt(&self) -> Option<f64> {
         self.min_rtt
     }

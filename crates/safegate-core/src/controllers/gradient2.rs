@@ -70,7 +70,7 @@ pub struct Gradient2Config {
     pub long_window: u32,
     /// Windows averaged plainly before the EWMA starts (`ExpAvgMeasurement` warm-up). Default 10.
     pub warmup: u32,
-    /// Update interval [s]. Default 0.05 s (the simulator's tick).
+    /// Update interval \[s\]. Default 0.05 s (the simulator's tick).
     pub interval: f64,
     /// Completions a window needs before it counts (Netflix `WindowedLimit` window size).
     /// Default 10.
@@ -187,12 +187,12 @@ impl Gradient2 {
         self.limit
     }
 
-    /// The long-term RTT average [s] (0 before the first window).
+    /// The long-term RTT average \[s\] (0 before the first window).
     pub fn long_rtt(&self) -> f64 {
         self.long
     }
 
-    /// The last window's RTT [s].
+    /// The last window's RTT \[s\].
     pub fn short_rtt(&self) -> Option<f64> {
         self.last_short
     }

@@ -144,11 +144,11 @@ impl Actuator {
 /// What a controller needs to know about the system it runs in.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Setting {
-    /// Queue capacity [requests] (the seed's 200).
+    /// Queue capacity \[requests\] (the seed's 200).
     pub capacity: f64,
     /// Executors in the pool (the seed's 8).
     pub executors: u32,
-    /// Decision / update interval [s] (the simulator's tick, 0.05 s).
+    /// Decision / update interval \[s\] (the simulator's tick, 0.05 s).
     pub period: f64,
 }
 
@@ -279,19 +279,19 @@ impl Counters {
 /// What happened between two update instants.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(crate) struct Window {
-    /// Length [s].
+    /// Length \[s\].
     pub(crate) elapsed: f64,
     /// Counter increments.
     pub(crate) delta: Counters,
 }
 
 impl Window {
-    /// Mean time in system of the window's completions [s] (`None` without completions).
+    /// Mean time in system of the window's completions \[s\] (`None` without completions).
     pub(crate) fn mean_latency(&self) -> Option<f64> {
         positive(self.delta.latency / self.delta.completed)
     }
 
-    /// Mean service time (latency minus wait) of the window's completions [s].
+    /// Mean service time (latency minus wait) of the window's completions \[s\].
     pub(crate) fn mean_service(&self) -> Option<f64> {
         positive((self.delta.latency - self.delta.wait) / self.delta.completed)
     }

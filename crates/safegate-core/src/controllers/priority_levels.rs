@@ -51,13 +51,13 @@ pub struct PriorityLevelsConfig {
     pub business_levels: u16,
     /// User priority levels `U`. Default 128.
     pub user_levels: u16,
-    /// Average queueing time above which the server is overloaded [s]. Default 0.02 s.
+    /// Average queueing time above which the server is overloaded \[s\]. Default 0.02 s.
     pub threshold: f64,
     /// Share of admitted requests shed per overloaded window. Default 0.05.
     pub alpha: f64,
     /// Share of admitted requests added per calm window. Default 0.01.
     pub beta: f64,
-    /// Longest window [s]. Default 1 s.
+    /// Longest window \[s\]. Default 1 s.
     pub window: f64,
     /// Offered requests that close a window early. Default 2000.
     pub window_requests: u32,

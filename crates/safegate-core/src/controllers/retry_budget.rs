@@ -30,9 +30,9 @@ pub struct RetryBudgetConfig {
     pub ratio: f64,
     /// Retries allowed per second regardless of traffic (`minRetriesPerSec`). Default 10.
     pub min_per_second: f64,
-    /// How long a deposit counts (`ttl`) [s]. Default 10 s.
+    /// How long a deposit counts (`ttl`) \[s\]. Default 10 s.
     pub ttl: f64,
-    /// Update interval [s]. Default 0.05 s.
+    /// Update interval \[s\]. Default 0.05 s.
     pub interval: f64,
 }
 
@@ -115,7 +115,7 @@ impl<P: Policy> RetryBudget<P> {
         self.exhausted
     }
 
-    /// The budget's balance at the last update [retries].
+    /// The budget's balance at the last update \[retries\].
     pub fn balance(&self) -> f64 {
         let Some(&(_, f1, p1)) = self.history.back() else {
             return self.cfg.min_per_second * self.cfg.ttl;

@@ -25,9 +25,9 @@ use crate::ConfigError;
 pub struct SreThrottleConfig {
     /// Multiplier `K` on accepts, ≥ 1. Default 2.
     pub k: f64,
-    /// Sliding window [s]. Default 120 s.
+    /// Sliding window \[s\]. Default 120 s.
     pub window: f64,
-    /// Update interval [s]. Default 0.05 s.
+    /// Update interval \[s\]. Default 0.05 s.
     pub interval: f64,
 }
 

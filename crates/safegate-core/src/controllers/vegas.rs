@@ -50,7 +50,7 @@ pub struct VegasConfig {
     pub beta: f64,
     /// Re-probe the no-load RTT every `probe_multiplier · L` windows. Default 30.
     pub probe_multiplier: u32,
-    /// Update interval [s]. Default 0.05 s (the simulator's tick).
+    /// Update interval \[s\]. Default 0.05 s (the simulator's tick).
     pub interval: f64,
     /// Completions a window needs (Netflix `WindowedLimit` window size). Default 10.
     pub min_samples: u32,
@@ -146,7 +146,7 @@ impl Vegas {
         self.limit
     }
 
-    /// The no-load RTT estimate [s].
+    /// The no-load RTT estimate \[s\].
     pub fn rtt_noload(&self) -> Option<f64> {
         self.rtt_noload
     }

@@ -114,7 +114,7 @@ pub struct EwmaRate {
 }
 
 impl EwmaRate {
-    /// A rate with time constant `tau` [s] starting at `initial` [per s].
+    /// A rate with time constant `tau` \[s\] starting at `initial` [per s].
     pub fn new(tau: f64, initial: f64) -> Self {
         Self { tau: tau.max(1e-9), rate: initial, last_count: 0.0, last_t: None, cached: (f64::NAN, 0.0, 0.0) }
     }

@@ -52,7 +52,7 @@ impl Barrier {
         self.threshold - q / self.capacity
     }
 
-    /// Headroom `G = θ·Q − q` [requests].
+    /// Headroom `G = θ·Q − q` \[requests\].
     #[inline]
     pub fn headroom(&self, q: f64) -> f64 {
         self.threshold * self.capacity - q

@@ -25,16 +25,16 @@
 /// What the filter knows at a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FilterState {
-    /// Queue depth `q` [requests].
+    /// Queue depth `q` \[requests\].
     pub queue: f64,
-    /// Decision period `dt` [s].
+    /// Decision period `dt` \[s\].
     pub dt: f64,
     /// Predicted drift admission does not control, `d̄ = r̄ − s̄` [req/s] (negative when the
     /// pool clears faster than retries arrive).
     pub drift: f64,
-    /// Std of the next depth's noise `σ_q` [requests] (Gaussian, Cantelli, CVaR forms).
+    /// Std of the next depth's noise `σ_q` \[requests\] (Gaussian, Cantelli, CVaR forms).
     pub sigma: f64,
-    /// Variance of the part of the noise admission does not control `σ₀²` [requests²]
+    /// Variance of the part of the noise admission does not control `σ₀²` \[requests²\]
     /// (Poisson and Bernstein forms, which add the admissions' own `u·dt`).
     pub var0: f64,
     /// Admitted rate of the previous decision [req/s] (slew-limited form).
@@ -76,7 +76,7 @@ pub enum Constraint {
     Cvar {
         /// `κ_η = √((1 − η)/η)` (worst case) or `φ(z_{1−η})/η` (Gaussian).
         kappa_eta: f64,
-        /// `Q·ρ` [requests].
+        /// `Q·ρ` \[requests\].
         rho_requests: f64,
     },
     /// First-order rate of closure: the margin may close at most at rate γ₀ per step.
@@ -93,7 +93,7 @@ pub enum Constraint {
     },
     /// Stay where the backup policy is known to keep the queue safe: `q⁺ ≤ q_I`.
     BackupSet {
-        /// `q_I` [requests].
+        /// `q_I` \[requests\].
         depth: f64,
     },
 }

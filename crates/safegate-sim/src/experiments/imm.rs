@@ -167,7 +167,7 @@ pub fn compare_false_alarms(noise: Noise, trials: u64, seed: u64, a: ImmConfig, 
 pub struct Delays {
     /// Trials.
     pub trials: u64,
-    /// Mean delay of each filter over the trials where it detected [observations].
+    /// Mean delay of each filter over the trials where it detected \[observations\].
     pub mean: [f64; 2],
     /// Standard error of each mean.
     pub se: [f64; 2],
