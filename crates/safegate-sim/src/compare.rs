@@ -124,9 +124,9 @@ fn setting(cfg: &Config) -> Setting {
 
 /// The seed's scenarios, each `duration` seconds long (the stochastic mode).
 ///
-/// λ = 55, 74.5 and 76 through a single dip (recovers in 9 s; recovers in 386 s; never);
-/// λ = 80 and 120 on the repeating health cycle; a step spike of 1.4× the pool's 75 req/s
-/// ceiling; heavy-tailed (Pareto 1.5) service at λ = 80; health-dependent retries at λ = 70.
+/// λ = 55, 74.5, 76, 80 and 120, each through a single dip and on the repeating health
+/// cycle; a step spike of 1.4× the pool's 75 req/s ceiling; heavy-tailed (Pareto 1.5)
+/// service at λ = 80 on the cycle; health-dependent retries at λ = 70 through a dip.
 pub fn default_cases(duration: f64) -> Vec<Case> {
     let base = Config { duration, ..Config::default() };
     let dip = |lambda: f64| Config {
@@ -135,22 +135,29 @@ pub fn default_cases(duration: f64) -> Vec<Case> {
         ..base.clone()
     };
     let cycle = |lambda: f64| Config { traffic: lambda, ..base.clone() };
-    vec![
-        Case { name: "dip-55".into(), description: "λ = 55, one health dip at t = 60 s".into(), config: dip(55.0) },
-        Case {
-            name: "dip-74.5".into(),
-            description: "λ = 74.5, one health dip (the seed: 386 s to recover)".into(),
-            config: dip(74.5),
-        },
-        Case {
-            name: "dip-76".into(),
-            description: "λ = 76, one health dip (the seed: never recovers)".into(),
-            config: dip(76.0),
-        },
-        Case { name: "cycle-80".into(), description: "λ = 80 on the 19-s health cycle".into(), config: cycle(80.0) },
-        Case {
-            name: "cycle-120".into(), description: "λ = 120 on the 19-s health cycle".into(), config: cycle(120.0)
-        },
+    let mut cases = Vec::new();
+    // Every traffic level through one dip and on the repeating cycle.
+    for (lambda, note) in [
+        (55.0, " (the seed: recovers in 9 s)"),
+        (74.5, " (the seed: 386 s to recover)"),
+        (76.0, " (the seed: never recovers)"),
+        (80.0, ""),
+        (120.0, ""),
+    ] {
+        cases.push(Case {
+            name: format!("dip-{lambda}"),
+            description: format!("λ = {lambda}, one health dip at t = 60 s{note}"),
+            config: dip(lambda),
+        });
+    }
+    for (lambda, note) in [(55.0, ""), (74.5, ""), (76.0, ""), (80.0, " (the seed's running case)"), (120.0, "")] {
+        cases.push(Case {
+            name: format!("cycle-{lambda}"),
+            description: format!("λ = {lambda} on the 19-s health cycle{note}"),
+            config: cycle(lambda),
+        });
+    }
+    cases.extend([
         Case {
             name: "spike-105".into(),
             description: "λ = 55, a 30-s step to 105 (1.4× the 75 req/s ceiling) at t = 60 s, full health".into(),
@@ -171,7 +178,8 @@ pub fn default_cases(duration: f64) -> Vec<Case> {
             description: "λ = 70, one dip, retries up to 40 % as health falls, through the gate".into(),
             config: Config { retries: Retries::Health { probability: 0.4, path: RetryPath::Gate }, ..dip(70.0) },
         },
-    ]
+    ]);
+    cases
 }
 
 /// What to run.

@@ -18,12 +18,13 @@ const DEFAULT_BOUNDARY: &str = include_str!("../../../boundaries/seed-80.toml");
 /// Flags of `safegate compare`.
 #[derive(Debug, Args)]
 pub(crate) struct CompareArgs {
-    /// Scenario files to compare on (default: the seed's eight cases: λ = 55, 74.5, 76
-    /// through a dip, 80 and 120 on the cycle, a 1.4× spike, heavy tails, retries).
+    /// Scenario files to compare on (default: the seed's thirteen cases: λ = 55, 74.5, 76,
+    /// 80, 120 through a dip and on the cycle, a 1.4× spike, heavy tails, retries).
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub(crate) scenario: Vec<PathBuf>,
-    /// Only these of the default cases, comma-separated (dip-55, dip-74.5, dip-76, cycle-80,
-    /// cycle-120, spike-105, heavy-tail-80, retries-70).
+    /// Only these of the default cases, comma-separated (dip-55, dip-74.5, dip-76, dip-80,
+    /// dip-120, cycle-55, cycle-74.5, cycle-76, cycle-80, cycle-120, spike-105,
+    /// heavy-tail-80, retries-70).
     #[arg(long, value_delimiter = ',', conflicts_with = "scenario")]
     pub(crate) cases: Vec<String>,
     /// Policies, comma-separated (`safegate compare --list` shows them all).
