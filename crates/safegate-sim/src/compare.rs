@@ -23,7 +23,7 @@ use safegate_core::boundary::Boundary;
 use safegate_core::controllers::{self, Actuator, Setting};
 use safegate_core::cycle::{Cycle, CycleConfig};
 use safegate_core::safety::{FilterStats, SafetyFilter};
-use safegate_core::stats::{clopper_pearson, empirical_cvar};
+use safegate_core::stats::empirical_cvar;
 use safegate_core::{Open, Policy, SeedGate};
 use serde::Serialize;
 
@@ -384,31 +384,32 @@ struct RunResult {
     stats: Option<FilterStats>,
 }
 
-fn run_arm(cfg: &Config, policy: &str, filtered: bool, boundary: &Boundary, record: bool) -> RunResult {
-    let nominal = build_policy(policy, cfg).expect("policy names are checked up front");
-    let opts = RunOptions { record_every: record.then_some(1), progress: None };
+/// Run `policy` (under the boundary's filter when `filtered`) with the simulator `run`.
+fn run_arm(
+    cfg: &Config,
+    policy: &str,
+    filtered: bool,
+    boundary: &Boundary,
+    run: impl FnOnce(&mut dyn Policy) -> Outcome,
+) -> RunResult {
+    let mut nominal = build_policy(policy, cfg).expect("policy names are checked up front");
     if filtered {
         let safety = boundary.safety_config(cfg.pool.capacity).expect("boundary validated up front");
         let mut f = SafetyFilter::new(safety, nominal).expect("validated filter");
-        let outcome = run_stochastic(cfg, &mut f, opts);
+        let outcome = run(&mut f);
         RunResult { outcome, stats: Some(*f.stats()) }
     } else {
-        let mut p = nominal;
-        RunResult { outcome: run_stochastic(cfg, &mut p, opts), stats: None }
+        RunResult { outcome: run(&mut nominal), stats: None }
     }
 }
 
+fn stochastic_arm(cfg: &Config, policy: &str, filtered: bool, boundary: &Boundary, record: bool) -> RunResult {
+    let opts = RunOptions { record_every: record.then_some(1), progress: None };
+    run_arm(cfg, policy, filtered, boundary, |p| run_stochastic(cfg, p, opts))
+}
+
 fn stepped_exit(cfg: &Config, policy: &str, filtered: bool, boundary: &Boundary) -> f64 {
-    let nominal = build_policy(policy, cfg).expect("policy names are checked up front");
-    let out = if filtered {
-        let safety = boundary.safety_config(cfg.pool.capacity).expect("boundary validated up front");
-        let mut f = SafetyFilter::new(safety, nominal).expect("validated filter");
-        run_stepped(cfg, &mut f, RunOptions::default())
-    } else {
-        let mut p = nominal;
-        run_stepped(cfg, &mut p, RunOptions::default())
-    };
-    out.summary.queue_max
+    run_arm(cfg, policy, filtered, boundary, |p| run_stepped(cfg, p, RunOptions::default())).outcome.summary.queue_max
 }
 
 /// Metrics of one run that need its series.
@@ -444,11 +445,6 @@ fn trace_metrics(cfg: &Config, s: &Series, boundary_depth: f64) -> Trace {
         }
     }
     Trace { max_queue, beyond, recovery: rec, recovery_sum: sum }
-}
-
-fn frequency(k: u64, n: u64) -> Frequency {
-    let (lo, hi) = clopper_pearson(k, n, 0.01);
-    Frequency { estimate: if n > 0 { k as f64 / n as f64 } else { 0.0 }, ci_low: lo, ci_high: hi, trials: n, exits: k }
 }
 
 /// Run the comparison; `progress` is called with the fraction done.
@@ -511,7 +507,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                 Job::Run { case, arm, seed } => {
                     let c = &cc.cases[case];
                     let cfg = Config { seed: 1 + seed as u64 * 7919 + case as u64 * 104_729, ..c.config.clone() };
-                    let run = run_arm(&cfg, &arms[arm].0, arms[arm].1, b, true);
+                    let run = stochastic_arm(&cfg, &arms[arm].0, arms[arm].1, b, true);
                     let boundary_depth = b.barrier.threshold * cfg.pool.capacity;
                     let trace = trace_metrics(&cfg, run.outcome.series.as_ref().expect("recorded"), boundary_depth);
                     Out::Run { case, arm, seed, run: Box::new(run), trace }
@@ -529,7 +525,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                 Job::Curve { point, arm } => {
                     let cfg = Config { traffic: cc.curve_traffic[point], seed: 77, ..Config::default() };
                     let cfg = Config { duration: cc.cases.first().map_or(600.0, |c| c.config.duration), ..cfg };
-                    let run = run_arm(&cfg, &arms[arm].0, arms[arm].1, b, false);
+                    let run = stochastic_arm(&cfg, &arms[arm].0, arms[arm].1, b, false);
                     Out::Curve { point, arm, goodput: run.outcome.summary.cleared / run.outcome.summary.duration }
                 }
             };
@@ -585,7 +581,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
             let mut maxima: Vec<f64> =
                 if extra.is_empty() { runs.iter().map(|(_, t, _)| t.max_queue).collect() } else { extra };
             let exits = maxima.iter().filter(|&&q| q > boundary_depth).count() as u64;
-            let exit = frequency(exits, maxima.len() as u64);
+            let exit = Frequency::from_counts(exits, maxima.len() as u64);
             let cap = c.config.pool.capacity;
             for m in maxima.iter_mut() {
                 *m = (*m / cap - b.barrier.threshold).max(0.0);

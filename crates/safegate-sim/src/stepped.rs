@@ -159,15 +159,17 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         }
         let h = seg_h + seg_g * (t - seg_t0);
         let qf = q as i64 as f64;
+        // The offered rate and arrival table of this step (the spike's, inside it).
+        let (rate_now, table) = match &spike {
+            Some((a, b, rate, table)) if t >= *a && t < *b => (*rate, table),
+            _ => (lambda, &arrivals),
+        };
         let obs = Observation {
             now: t,
             queue: qf,
             capacity: pool.capacity,
             in_service: qf.min(pool.executors as f64),
-            offered_rate: match &spike {
-                Some((a, b, rate, _)) if t >= *a && t < *b => *rate,
-                _ => lambda,
-            },
+            offered_rate: rate_now,
             health: Some(h),
             offered: offered as i64 as f64,
             admitted: admitted as i64 as f64,
@@ -208,10 +210,6 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         q -= done;
 
         // Arrivals: fresh offers plus retries through the gate.
-        let table = match &spike {
-            Some((a, b, _, table)) if t >= *a && t < *b => table,
-            _ => &arrivals,
-        };
         let fresh = table.sample_bits(rng.next_u64()) as u64;
         let (gated_retries, direct_retries) = if action.shed_retries {
             shed_n += fails;

@@ -109,6 +109,15 @@ pub struct Frequency {
     pub exits: u64,
 }
 
+impl Frequency {
+    /// `exits` of `trials` with the 99 % Clopper–Pearson interval (estimate 0 for no trials).
+    pub fn from_counts(exits: u64, trials: u64) -> Self {
+        let (ci_low, ci_high) = clopper_pearson(exits, trials, 0.01);
+        let estimate = if trials > 0 { exits as f64 / trials as f64 } else { 0.0 };
+        Self { estimate, ci_low, ci_high, trials, exits }
+    }
+}
+
 /// An empirical CVaR with its parameters.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Cvar {
@@ -323,17 +332,10 @@ fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
     let total = results.iter().fold(Acc::default(), |a, (b, _)| a.add(*b));
     let mut losses: Vec<f64> = results.iter().map(|(_, l)| *l).collect();
     let cvar = empirical_cvar(&mut losses, eta);
-    let (lo, hi) = clopper_pearson(total.exits, trials, 0.01);
     let time = trials as f64 * cfg.steps() as f64 * cfg.dt;
     let decisions = total.decisions.max(1) as f64;
     ArmResult {
-        exit_probability: Frequency {
-            estimate: total.exits as f64 / trials as f64,
-            ci_low: lo,
-            ci_high: hi,
-            trials,
-            exits: total.exits,
-        },
+        exit_probability: Frequency::from_counts(total.exits, trials),
         cvar: Cvar { estimate: cvar, eta, rho },
         worst_overshoot: total.worst,
         feasible_fraction: if safety.is_some() { 1.0 - total.infeasible as f64 / decisions } else { 1.0 },
