@@ -281,13 +281,15 @@ impl<C> Builder<C> {
             classes: (0..classes)
                 .map(|k| ClassState::new(crate::shared::class_limit(self.max_concurrency, k, classes, self.reserve)))
                 .collect(),
-            in_flight: Padded(AtomicU32::new(0)),
+            gate: Padded(AtomicU64::new(0)),
             waiting: Padded(AtomicU32::new(0)),
             done: Padded(Done::default()),
             notify: Notify::new(),
             controller: Mutex::new(Controller {
                 filter,
                 last_offered: vec![0; classes],
+                offered_total: 0,
+                last_seq: 0,
                 last_completed: 0,
                 last_now_ns: 0,
                 last_timed: [0; 3],

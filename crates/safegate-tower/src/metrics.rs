@@ -23,7 +23,8 @@ pub(crate) fn record_latency(sh: &Shared, ns: u64) {
 pub(crate) fn publish(sh: &Shared, c: &Controller, limit: u32, shares: &[f64]) {
     sh.latency.get_or_init(|| metrics::histogram!("safegate_request_duration_seconds"));
     metrics::gauge!("safegate_limit").set(f64::from(limit));
-    metrics::gauge!("safegate_in_flight").set(f64::from(sh.in_flight.0.load(Ordering::Relaxed)));
+    metrics::gauge!("safegate_in_flight")
+        .set(f64::from(crate::shared::slots::taken(sh.gate.0.load(Ordering::Relaxed))));
     metrics::gauge!("safegate_waiting").set(f64::from(sh.waiting.0.load(Ordering::Relaxed)));
     metrics::gauge!("safegate_barrier_margin").set(c.last_margin);
     let freq = if c.decisions > 0 { c.exits as f64 / c.decisions as f64 } else { 0.0 };
@@ -37,7 +38,8 @@ pub(crate) fn publish(sh: &Shared, c: &Controller, limit: u32, shares: &[f64]) {
     metrics::counter!("safegate_requests_failed_total").absolute(d.errors.load(Ordering::Relaxed));
     for (k, cs) in sh.classes.iter().enumerate() {
         let class = k.to_string();
-        let offered = cs.offered.0.load(Ordering::Relaxed);
+        // Called at the end of a step: the offered counts it read.
+        let offered = c.last_offered[k];
         let mut rejected = 0;
         for r in Reason::ALL {
             let n = cs.rejected[r.index()].load(Ordering::Relaxed);

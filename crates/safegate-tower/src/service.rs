@@ -12,6 +12,7 @@ use tower_service::Service;
 
 use crate::classify::{Classify, SingleClass};
 use crate::error::{Overloaded, Reason};
+use crate::shared::slots::{self, Offer};
 use crate::shared::{weyl, Mode, Shared};
 use crate::BoxError;
 
@@ -111,15 +112,20 @@ pub struct Snapshot {
 impl Snapshot {
     fn of(sh: &Shared) -> Self {
         let load4 = |a: &[std::sync::atomic::AtomicU64; 4]| [0, 1, 2, 3].map(|i: usize| a[i].load(Ordering::Relaxed));
-        let (decisions, interventions, backup) = match sh.controller.lock() {
-            Ok(c) => (c.decisions, c.filter.stats().interventions, c.filter.stats().infeasible),
-            Err(_) => (0, 0, 0),
-        };
+        // A step that panicked leaves the controller's counts as they were: still usable.
+        let c = sh.controller.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let (decisions, interventions, backup) =
+            (c.decisions, c.filter.stats().interventions, c.filter.stats().infeasible);
+        let word = sh.gate.0.load(Ordering::Relaxed);
+        let (total, offered) = sh.offered(&c, word);
+        drop(c);
+        let in_flight = crate::shared::slots::taken(word);
+        let waiting = sh.waiting.0.load(Ordering::Relaxed);
         Snapshot {
             limit: sh.published.0.limit.load(Ordering::Relaxed),
-            in_flight: sh.in_flight.0.load(Ordering::Relaxed),
-            waiting: sh.waiting.0.load(Ordering::Relaxed),
-            offered: sh.classes.iter().map(|c| c.offered.0.load(Ordering::Relaxed)).collect(),
+            in_flight,
+            waiting,
+            offered,
             rejected: sh.classes.iter().map(|c| load4(&c.rejected)).collect(),
             would_reject: sh.classes.iter().map(|c| load4(&c.would_reject)).collect(),
             share: sh
@@ -128,10 +134,10 @@ impl Snapshot {
                 .map(|c| c.threshold.load(Ordering::Relaxed) as f64 / crate::shared::ONE as f64)
                 .collect(),
             completed: crate::shared::completed_of(
-                sh.classes.iter().map(|c| c.offered.0.load(Ordering::Relaxed)).sum(),
+                total,
                 sh.classes.iter().flat_map(|c| c.rejected.iter()).map(|r| r.load(Ordering::Relaxed)).sum(),
-                sh.in_flight.0.load(Ordering::Relaxed),
-                sh.waiting.0.load(Ordering::Relaxed),
+                in_flight,
+                waiting,
             ),
             cancelled: sh.done.0.cancelled.load(Ordering::Relaxed),
             errors: sh.done.0.errors.load(Ordering::Relaxed),
@@ -168,7 +174,7 @@ impl Permit {
 impl Drop for Permit {
     fn drop(&mut self) {
         let sh = &*self.shared;
-        crate::shared::slots::release(&sh.in_flight.0);
+        crate::shared::slots::release(&sh.gate.0);
         let d = &sh.done.0;
         if let Some(start) = self.start_raw {
             let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());
@@ -317,11 +323,20 @@ where
 
     fn call(&mut self, req: Req) -> Self::Future {
         let sh = &*self.shared;
-        let class = usize::from(self.classify.class(&req)).min(sh.classes.len() - 1);
+        let classes = sh.classes.len();
+        let class = if classes == 1 { 0 } else { usize::from(self.classify.class(&req)).min(classes - 1) };
         let cs = &sh.classes[class];
-        let n = cs.offered.0.fetch_add(1, Ordering::Relaxed);
+        // The request's sequence number: with one class the gate word's offered count (as
+        // read here; the compare-and-swap below may number it a little later under
+        // contention, which only moves which request is timed), with several its class's.
+        let single = classes == 1;
+        let n = if single {
+            u64::from(slots::offered(sh.gate.0.load(Ordering::Relaxed)))
+        } else {
+            cs.offered.0.fetch_add(1, Ordering::Relaxed)
+        };
         // One request in `timing_sample` reads the clock: it is timed, and it runs the
-        // decision step when a period has passed.
+        // decision step when a period has passed (before its own admission is decided).
         let raw = if n & sh.settings.sample_mask == 0 {
             let raw = sh.clock.raw();
             sh.maybe_decide(sh.now_ns(raw));
@@ -329,24 +344,29 @@ where
         } else {
             None
         };
+        let threshold = cs.threshold.load(Ordering::Relaxed);
+        let limit = cs.limit.load(Ordering::Relaxed);
         let dry = sh.settings.dry_run;
-
-        // The admission share (nominal and filter, lowest classes first).
-        if weyl(n) >= cs.threshold.load(Ordering::Relaxed) {
-            let reason = Reason::from_index(sh.published.0.shed_reason.load(Ordering::Relaxed));
-            if !dry {
-                cs.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
-                return rejected(sh.overloaded(reason, class));
-            }
+        // Counted, shed by the admission share (nominal and filter, lowest classes first) or
+        // given a slot under the concurrency limit, in one compare-and-swap on the gate word;
+        // with several classes each class's share runs on its own sequence.
+        let (_, outcome) = if single {
+            slots::offer(&sh.gate.0, limit, dry, |n| weyl(u64::from(n)) >= threshold)
+        } else {
+            let shed = weyl(n) >= threshold;
+            slots::offer(&sh.gate.0, limit, dry, |_| shed)
+        };
+        let reason = match outcome {
+            Offer::Admitted => return self.run(raw, req),
+            Offer::Shed => Reason::from_index(sh.published.0.shed_reason.load(Ordering::Relaxed)),
+            Offer::Full => Reason::Limit,
+        };
+        if dry {
+            // The slot was taken anyway.
             cs.would_reject[reason.index()].fetch_add(1, Ordering::Relaxed);
-            sh.in_flight.0.fetch_add(1, Ordering::SeqCst);
             return self.run(raw, req);
         }
-        // The concurrency limit.
-        if sh.try_acquire(cs.limit.load(Ordering::Relaxed)) {
-            return self.run(raw, req);
-        }
-        if let Mode::Queue { capacity, deadline } = sh.settings.mode {
+        if let (Offer::Full, Mode::Queue { capacity, deadline }) = (outcome, sh.settings.mode) {
             if sh.waiting.0.fetch_add(1, Ordering::SeqCst) < capacity {
                 let guard = WaitGuard(self.shared.clone());
                 let ready = self.inner.clone();
@@ -361,18 +381,13 @@ where
             }
             sh.waiting.0.fetch_sub(1, Ordering::SeqCst);
         }
-        if dry {
-            cs.would_reject[Reason::Limit.index()].fetch_add(1, Ordering::Relaxed);
-            sh.in_flight.0.fetch_add(1, Ordering::SeqCst);
-            return self.run(raw, req);
-        }
-        cs.rejected[Reason::Limit.index()].fetch_add(1, Ordering::Relaxed);
-        rejected(sh.overloaded(Reason::Limit, class))
+        cs.rejected[reason.index()].fetch_add(1, Ordering::Relaxed);
+        rejected(sh.overloaded(reason, class))
     }
 }
 
 impl<S, C> Admission<S, C> {
-    /// Call the inner service under a slot already counted in `in_flight`.
+    /// Call the inner service under a slot already taken in the gate word.
     #[inline]
     fn run<Req>(&mut self, start_raw: Option<u64>, req: Req) -> ResponseFuture<S::Future, S, Req>
     where

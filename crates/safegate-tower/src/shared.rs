@@ -55,7 +55,8 @@ pub(crate) struct Settings {
 /// One priority class's counters and published admission values.
 #[derive(Debug)]
 pub(crate) struct ClassState {
-    /// Offered requests (written on every request of the class).
+    /// Offered requests of the class, counted only with several classes (one class's
+    /// count is the gate word's).
     pub(crate) offered: Padded<AtomicU64>,
     /// Admission threshold (`ONE` admits all) and in-service cap, published per period.
     pub(crate) threshold: AtomicU64,
@@ -101,6 +102,9 @@ pub(crate) struct Published {
 pub(crate) struct Controller {
     pub(crate) filter: SafetyFilter<Box<dyn Policy + Send>>,
     pub(crate) last_offered: Vec<u64>,
+    /// All requests offered up to the last step, and the gate word's 32-bit count then.
+    pub(crate) offered_total: u64,
+    pub(crate) last_seq: u32,
     pub(crate) last_completed: u64,
     pub(crate) last_now_ns: u64,
     /// Timed completions, their latency and wait sums at the last step.
@@ -133,7 +137,9 @@ pub(crate) struct Shared {
     pub(crate) settings: Settings,
     pub(crate) published: Padded<Published>,
     pub(crate) classes: Box<[ClassState]>,
-    pub(crate) in_flight: Padded<AtomicU32>,
+    /// The gate word: offered requests (high 32 bits, wrapping) and requests in the inner
+    /// service (low 32 bits); see [`slots`].
+    pub(crate) gate: Padded<AtomicU64>,
     pub(crate) waiting: Padded<AtomicU32>,
     pub(crate) done: Padded<Done>,
     pub(crate) notify: Notify,
@@ -182,6 +188,13 @@ pub(crate) fn class_shares(admit: f64, offered: &[u64], out: &mut [f64]) {
     }
 }
 
+/// The 64-bit offered count from the one at the last step (`total`, whose low 32 bits the
+/// gate word showed as `last_seq`) and the gate word's count now: exact as long as fewer
+/// than 2³² requests arrive between two steps.
+pub(crate) fn extend(total: u64, last_seq: u32, seq: u32) -> u64 {
+    total.wrapping_add(u64::from(seq.wrapping_sub(last_seq)))
+}
+
 /// Requests that left the layer: offered, not rejected, not in service, not waiting.
 pub(crate) fn completed_of(offered: u64, rejected: u64, in_flight: u32, waiting: u32) -> u64 {
     offered.saturating_sub(rejected).saturating_sub(u64::from(in_flight) + u64::from(waiting))
@@ -204,10 +217,23 @@ impl Shared {
         self.clock.delta_as_nanos(self.start_raw, raw)
     }
 
-    /// Take one in-service slot if fewer than `limit` are taken.
+    /// Take one in-service slot for a request already counted if fewer than `limit` are
+    /// taken.
     #[inline]
     pub(crate) fn try_acquire(&self, limit: u32) -> bool {
-        slots::try_acquire(&self.in_flight.0, limit)
+        slots::try_acquire(&self.gate.0, limit)
+    }
+
+    /// All requests offered so far, and per class, from the gate word `word` and the
+    /// controller's count at its last step.
+    pub(crate) fn offered(&self, c: &Controller, word: u64) -> (u64, Vec<u64>) {
+        let total = extend(c.offered_total, c.last_seq, slots::offered(word));
+        let by_class = if self.classes.len() == 1 {
+            vec![total]
+        } else {
+            self.classes.iter().map(|k| k.offered.0.load(Ordering::Relaxed)).collect()
+        };
+        (total, by_class)
     }
 
     /// A rejection of class `class` for `reason`, with the published hint.
@@ -239,14 +265,14 @@ impl Shared {
     /// One decision: observe, run nominal + filter, publish limit, shares, reason, hint.
     pub(crate) fn step(&self, c: &mut Controller, now_ns: u64) {
         let s = &self.settings;
-        let offered: Vec<u64> = self.classes.iter().map(|k| k.offered.0.load(Ordering::Relaxed)).collect();
+        let word = self.gate.0.load(Ordering::Relaxed);
+        let (total_offered, offered) = self.offered(c, word);
         let rejected: u64 =
             self.classes.iter().flat_map(|k| k.rejected.iter()).map(|r| r.load(Ordering::Relaxed)).sum();
         let done = &self.done.0;
-        let in_flight = self.in_flight.0.load(Ordering::Relaxed);
+        let in_flight = slots::taken(word);
         let waiting = self.waiting.0.load(Ordering::Relaxed);
         let queue = f64::from(in_flight) + f64::from(waiting);
-        let total_offered: u64 = offered.iter().sum();
         // Departures are what was admitted and is no longer in the layer (counting them
         // here saves the hot path an atomic); the snapshot of several counters can be a
         // request off, so the count is kept monotone.
@@ -323,6 +349,8 @@ impl Shared {
         }
         c.last_margin = s.boundary - queue;
         c.last_offered = offered;
+        c.offered_total = total_offered;
+        c.last_seq = slots::offered(word);
         c.last_completed = completed;
         c.last_now_ns = now_ns;
 
@@ -383,6 +411,51 @@ mod tests {
     }
 
     #[test]
+    fn the_offered_count_survives_the_gate_words_wrap() {
+        assert_eq!(extend(0, 0, 10), 10);
+        assert_eq!(extend(100, 100, 130), 130);
+        // The 32-bit count wraps between two steps.
+        let before = (1u64 << 32) - 5;
+        assert_eq!(extend(before, before as u32, 7), (1 << 32) + 7);
+        // Several wraps over many steps.
+        let (mut total, mut last) = (0u64, 0u32);
+        let mut true_total = 0u64;
+        for _ in 0..10 {
+            true_total += 1_500_000_000;
+            let seq = true_total as u32;
+            total = extend(total, last, seq);
+            last = seq;
+        }
+        assert_eq!(total, true_total);
+    }
+
+    #[test]
+    fn one_word_counts_offers_and_holds_slots() {
+        use slots::{offer, offered, release, taken, try_acquire, Offer};
+        let g = AtomicU64::new(0);
+        assert_eq!(offer(&g, 2, false, |_| false), (0, Offer::Admitted));
+        assert_eq!(offer(&g, 2, false, |n| n == 1), (1, Offer::Shed));
+        assert_eq!(offer(&g, 2, false, |_| false), (2, Offer::Admitted));
+        assert_eq!(offer(&g, 2, false, |_| false), (3, Offer::Full));
+        let w = g.load(Ordering::Relaxed);
+        assert_eq!((offered(w), taken(w)), (4, 2));
+        // Dry run: counted and given a slot whatever the outcome.
+        assert_eq!(offer(&g, 2, true, |_| false), (4, Offer::Full));
+        assert_eq!(taken(g.load(Ordering::Relaxed)), 3);
+        release(&g);
+        release(&g);
+        assert!(try_acquire(&g, 2));
+        assert!(!try_acquire(&g, 2));
+        let w = g.load(Ordering::Relaxed);
+        assert_eq!((offered(w), taken(w)), (5, 2));
+        // The count wraps into nothing but itself.
+        let g = AtomicU64::new(u64::from(u32::MAX) << 32);
+        assert_eq!(offer(&g, 1, false, |_| false), (u32::MAX, Offer::Admitted));
+        let w = g.load(Ordering::Relaxed);
+        assert_eq!((offered(w), taken(w)), (0, 1));
+    }
+
+    #[test]
     fn weyl_admits_the_share_in_every_window() {
         for share in [0.1, 0.25, 0.5, 0.9] {
             let thr = (share * ONE as f64) as u64;
@@ -394,30 +467,47 @@ mod tests {
     }
 }
 
-/// The in-flight slot counter's operations, generic over the atomic so that a model checker
-/// runs the very code the layer runs (`tests/loom.rs` checks every interleaving of a few
-/// threads with loom's atomics). Not part of the API.
+/// The gate word's operations: one `AtomicU64` holding the offered count (high 32 bits,
+/// wrapping) and the slots taken (low 32 bits), so that a request is counted, shed or
+/// admitted in one compare-and-swap. Generic over the atomic so that a model checker runs
+/// the very code the layer runs (`tests/loom.rs` checks every interleaving of a few threads
+/// with loom's atomics). Not part of the API.
 #[doc(hidden)]
 pub mod slots {
-    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::atomic::{AtomicU64, Ordering};
 
-    /// An atomic slot counter.
+    /// One offered request in the gate word.
+    pub const OFFER: u64 = 1 << 32;
+
+    /// The offered count (mod 2³²) of a gate word.
+    #[inline]
+    pub fn offered(word: u64) -> u32 {
+        (word >> 32) as u32
+    }
+
+    /// The slots taken of a gate word.
+    #[inline]
+    pub fn taken(word: u64) -> u32 {
+        word as u32
+    }
+
+    /// An atomic gate word.
     pub trait Counter {
-        /// The current count (relaxed).
-        fn current(&self) -> u32;
+        /// The current word (relaxed).
+        fn current(&self) -> u64;
         /// Compare-and-swap `cur → new` (may fail spuriously); the value seen on failure.
-        fn swap_if(&self, cur: u32, new: u32) -> Result<u32, u32>;
+        fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64>;
         /// Give one slot back.
         fn give_back(&self);
     }
 
-    impl Counter for AtomicU32 {
+    impl Counter for AtomicU64 {
         #[inline]
-        fn current(&self) -> u32 {
+        fn current(&self) -> u64 {
             self.load(Ordering::Relaxed)
         }
         #[inline]
-        fn swap_if(&self, cur: u32, new: u32) -> Result<u32, u32> {
+        fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64> {
             self.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
         }
         #[inline]
@@ -426,13 +516,54 @@ pub mod slots {
         }
     }
 
-    /// Take one slot if fewer than `limit` are taken: a compare-and-swap loop that never
-    /// lets the count pass `limit`, whatever the interleaving.
+    /// What [`offer`] did with a request.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub enum Offer {
+        /// A slot was free and is now the request's.
+        Admitted,
+        /// The admission share turned it away (no slot taken unless `take_anyway`).
+        Shed,
+        /// Every slot up to the limit is taken (no slot taken unless `take_anyway`).
+        Full,
+    }
+
+    /// Count one offered request and, unless `shed(n)` turns it away (`n` its sequence
+    /// number, the offered count before it) or `limit` slots are taken, give it a slot; with
+    /// `take_anyway` (dry run) it takes a slot whatever the outcome. One compare-and-swap
+    /// loop: every request gets its own `n`, and without `take_anyway` the slots taken
+    /// never pass `limit`, whatever the interleaving.
+    #[inline]
+    pub fn offer<C: Counter + ?Sized>(
+        c: &C,
+        limit: u32,
+        take_anyway: bool,
+        shed: impl Fn(u32) -> bool,
+    ) -> (u32, Offer) {
+        let mut cur = c.current();
+        loop {
+            let n = offered(cur);
+            let outcome = if shed(n) {
+                Offer::Shed
+            } else if taken(cur) >= limit {
+                Offer::Full
+            } else {
+                Offer::Admitted
+            };
+            let slot = u64::from(take_anyway || outcome == Offer::Admitted);
+            match c.swap_if(cur, cur.wrapping_add(OFFER + slot)) {
+                Ok(_) => return (n, outcome),
+                Err(v) => cur = v,
+            }
+        }
+    }
+
+    /// Take one slot for a request already counted (one that waited in the queue) if fewer
+    /// than `limit` are taken.
     #[inline]
     pub fn try_acquire<C: Counter + ?Sized>(c: &C, limit: u32) -> bool {
         let mut cur = c.current();
         loop {
-            if cur >= limit {
+            if taken(cur) >= limit {
                 return false;
             }
             match c.swap_if(cur, cur + 1) {
@@ -442,7 +573,7 @@ pub mod slots {
         }
     }
 
-    /// Give back a slot taken by [`try_acquire`].
+    /// Give back a slot taken by [`offer`] or [`try_acquire`].
     #[inline]
     pub fn release<C: Counter + ?Sized>(c: &C) {
         c.give_back();

@@ -1,18 +1,18 @@
-//! A loom model of the permit logic: every interleaving of three requests racing for two
-//! slots, run on the layer's own `try_acquire`/`release` (generic over the atomic).
+//! A loom model of the gate word: every interleaving of three requests racing for two
+//! slots, run on the layer's own `offer`/`try_acquire`/`release` (generic over the atomic).
 
-use loom::sync::atomic::{AtomicU32, Ordering};
+use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
-use safegate_tower::slots::{release, try_acquire, Counter};
+use safegate_tower::slots::{offer, offered, release, taken, try_acquire, Counter, Offer};
 
 /// loom's atomic behind the layer's counter trait.
-struct Slots(AtomicU32);
+struct Gate(AtomicU64);
 
-impl Counter for Slots {
-    fn current(&self) -> u32 {
+impl Counter for Gate {
+    fn current(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
-    fn swap_if(&self, cur: u32, new: u32) -> Result<u32, u32> {
+    fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64> {
         self.0.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
     }
     fn give_back(&self) {
@@ -20,28 +20,40 @@ impl Counter for Slots {
     }
 }
 
-/// Three requests, two slots; loom explores every interleaving with up to two preemptions
-/// (the bound keeps the search to seconds; the CAS loop's correctness needs one).
+fn model() -> loom::model::Builder {
+    let mut model = loom::model::Builder::new();
+    // Up to two preemptions: the search stays at seconds; the CAS loop's correctness needs one.
+    model.preemption_bound = Some(2);
+    model
+}
+
+/// Three requests, two slots: never more than two inside, every slot comes back, every
+/// request is counted once with its own sequence number, and at least two get in.
 #[test]
 fn never_more_than_the_limit_and_every_slot_comes_back() {
-    let mut model = loom::model::Builder::new();
-    model.preemption_bound = Some(2);
-    model.check(|| {
+    model().check(|| {
         let limit = 2;
-        let slots = Arc::new(Slots(AtomicU32::new(0)));
-        // Requests actually inside the service, counted independently of the slot counter.
+        let gate = Arc::new(Gate(AtomicU64::new(0)));
+        // Requests actually inside the service, counted independently of the gate word.
         let inside = Arc::new(AtomicU32::new(0));
         let admitted = Arc::new(AtomicU32::new(0));
+        // Bit n set when a request got sequence number n.
+        let seen = Arc::new(AtomicU32::new(0));
         let threads: Vec<_> = (0..3)
             .map(|_| {
-                let (slots, inside, admitted) = (slots.clone(), inside.clone(), admitted.clone());
+                let (gate, inside, admitted, seen) = (gate.clone(), inside.clone(), admitted.clone(), seen.clone());
                 loom::thread::spawn(move || {
-                    if try_acquire(&*slots, limit) {
+                    let (n, outcome) = offer(&*gate, limit, false, |_| false);
+                    let before = seen.fetch_or(1 << n, Ordering::SeqCst);
+                    assert_eq!(before & (1 << n), 0, "sequence number {n} given twice");
+                    if outcome == Offer::Admitted {
                         admitted.fetch_add(1, Ordering::SeqCst);
                         let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                         assert!(now <= limit, "{now} requests inside a limit of {limit}");
                         inside.fetch_sub(1, Ordering::SeqCst);
-                        release(&*slots);
+                        release(&*gate);
+                    } else {
+                        assert_eq!(outcome, Offer::Full);
                     }
                 })
             })
@@ -49,7 +61,51 @@ fn never_more_than_the_limit_and_every_slot_comes_back() {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(slots.0.load(Ordering::SeqCst), 0, "every slot given back");
+        let w = gate.0.load(Ordering::SeqCst);
+        assert_eq!(taken(w), 0, "every slot given back");
+        assert_eq!(offered(w), 3, "every request counted once");
+        assert_eq!(seen.load(Ordering::SeqCst), 0b111);
         assert!(admitted.load(Ordering::SeqCst) >= 2, "with three requests and two slots, at least two get in");
+    });
+}
+
+/// Two new requests (the one numbered 0 is shed) race a queued one retrying for one slot:
+/// the shed request never holds a slot, and at most one is inside at once.
+#[test]
+fn a_shed_request_takes_no_slot_and_a_queued_one_respects_the_limit() {
+    model().check(|| {
+        let limit = 1;
+        let gate = Arc::new(Gate(AtomicU64::new(0)));
+        let inside = Arc::new(AtomicU32::new(0));
+        let enter = move |gate: &Gate, inside: &AtomicU32| {
+            let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
+            assert!(now <= limit, "{now} requests inside a limit of {limit}");
+            inside.fetch_sub(1, Ordering::SeqCst);
+            release(gate);
+        };
+        let mut threads = Vec::new();
+        for _ in 0..2 {
+            let (gate, inside) = (gate.clone(), inside.clone());
+            threads.push(loom::thread::spawn(move || {
+                let (n, outcome) = offer(&*gate, limit, false, |n| n == 0);
+                assert_eq!(n == 0, outcome == Offer::Shed, "request {n}: {outcome:?}");
+                if outcome == Offer::Admitted {
+                    enter(&gate, &inside);
+                }
+            }));
+        }
+        {
+            let (gate, inside) = (gate.clone(), inside.clone());
+            threads.push(loom::thread::spawn(move || {
+                if try_acquire(&*gate, limit) {
+                    enter(&gate, &inside);
+                }
+            }));
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        let w = gate.0.load(Ordering::SeqCst);
+        assert_eq!((offered(w), taken(w)), (2, 0));
     });
 }
