@@ -14,7 +14,7 @@ use tokio::sync::Notify;
 
 use crate::classify::SingleClass;
 use crate::error::BuildError;
-use crate::shared::{ClassState, Controller, Done, Mode, Padded, Published, Settings, Shared};
+use crate::shared::{ClassState, Controller, Done, Mode, Owner, Padded, Published, Settings, Shared};
 use crate::AdmissionLayer;
 
 /// Parse a boundary from TOML text (unknown keys are errors); `origin` names it in errors.
@@ -83,7 +83,7 @@ impl Builder<SingleClass> {
             classes: 1,
             reserve: 0.25,
             capacity: None,
-            timing_sample: 32,
+            timing_sample: 256,
             clock: None,
             classify: SingleClass,
         }
@@ -145,10 +145,13 @@ impl<C> Builder<C> {
         self
     }
 
-    /// Time one request in `k` of each class (a power of two in `[1, 1024]`, default 32):
-    /// only those read the clock (at arrival and departure) and may run the decision step.
-    /// The period's mean latency and wait come from them and are charged to every request
-    /// that left in the period; `1` times every request.
+    /// Time at most one request in `k` (a power of two in `[1, 1024]`, default 256): only
+    /// timed requests read the clock (at arrival and departure) and may run the decision
+    /// step. The layer times every request while traffic is light and thins out as it
+    /// grows, keeping about 16 timed requests per decision period, so that the step runs
+    /// on time at any rate and a busy service rarely reads the clock; `k` caps the
+    /// thinning. The period's mean latency and wait come from the timed requests and are
+    /// charged to every request that left in the period; `1` times every request.
     pub fn timing_sample(mut self, k: u32) -> Self {
         self.timing_sample = k;
         self
@@ -270,10 +273,11 @@ impl<C> Builder<C> {
                 classes,
                 reserve: self.reserve,
                 period_ns: (period * 1e9) as u64,
-                sample_mask: u64::from(self.timing_sample - 1),
+                max_sample_mask: u64::from(self.timing_sample - 1),
             },
             published: Padded(Published {
                 next_decision_ns: AtomicU64::new(0),
+                sample_mask: AtomicU64::new(0),
                 limit: AtomicU32::new(self.max_concurrency),
                 shed_reason: AtomicU8::new(0),
                 retry_after_ns: AtomicU64::new((period * 1e9) as u64),
@@ -304,6 +308,6 @@ impl<C> Builder<C> {
             latency: std::sync::OnceLock::new(),
             clock,
         };
-        Ok(AdmissionLayer { shared: Arc::new(shared), classify: self.classify })
+        Ok(AdmissionLayer { shared: Arc::new(Owner::new(shared)), classify: self.classify })
     }
 }

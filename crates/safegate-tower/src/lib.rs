@@ -21,13 +21,19 @@
 //!
 //! # The hot path
 //!
-//! A request costs one `fetch_add` on its class's offered counter, a compare-and-swap on
-//! the in-flight count, and the permit's decrement when it leaves; one request in
-//! `timing_sample` (32 by default) also reads the clock twice (`quanta`'s TSC where it is
-//! invariant, else the OS monotonic clock) and records its latency. Nothing is locked: the controller runs at most once per decision period (the
-//! boundary's `decision.period`, 50 ms by default), in whichever request first crosses the
-//! period boundary and wins a `try_lock`; it publishes the limit, the admission share of
-//! each class and the rejection reason in atomics that every other request reads.
+//! A request costs two atomic read-modify-writes on one cache line: a compare-and-swap on
+//! the gate word, which counts it, applies the admission share and takes a slot under the
+//! limit at once (offered count in the high half, slots in the low), and the permit's
+//! decrement when it leaves. No reference count is taken: the slot itself keeps the
+//! layer's state alive (a protocol checked with loom). With several classes, a class's own
+//! offered counter adds a `fetch_add`. Timed requests also read the clock twice (`quanta`'s
+//! TSC where it is invariant, else the OS monotonic clock) and record their latency: every
+//! request under light traffic, thinning to one in `timing_sample` (256 by default) as
+//! traffic grows, about 16 per decision period. Nothing is locked: the controller runs at
+//! most once per decision period (the boundary's `decision.period`, 50 ms by default), in
+//! whichever timed request first crosses the period boundary and wins a `try_lock`; it
+//! publishes the limit, the admission share of each class and the rejection reason in
+//! atomics that every other request reads.
 //!
 //! # Example
 //!

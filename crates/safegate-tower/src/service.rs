@@ -2,6 +2,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::ptr::NonNull;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -13,7 +14,7 @@ use tower_service::Service;
 use crate::classify::{Classify, SingleClass};
 use crate::error::{Overloaded, Reason};
 use crate::shared::slots::{self, Offer};
-use crate::shared::{weyl, Mode, Shared};
+use crate::shared::{weyl, Mode, Owner, Shared};
 use crate::BoxError;
 
 /// A tower [`Layer`] that puts every service it wraps under one shared admission
@@ -22,7 +23,7 @@ use crate::BoxError;
 /// Build it with [`AdmissionLayer::builder`].
 #[derive(Debug, Clone)]
 pub struct AdmissionLayer<C = SingleClass> {
-    pub(crate) shared: Arc<Shared>,
+    pub(crate) shared: Arc<Owner>,
     pub(crate) classify: C,
 }
 
@@ -62,7 +63,7 @@ impl<S, C: Clone> Layer<S> for AdmissionLayer<C> {
 #[derive(Debug, Clone)]
 pub struct Admission<S, C = SingleClass> {
     inner: S,
-    shared: Arc<Shared>,
+    shared: Arc<Owner>,
     classify: C,
 }
 
@@ -101,6 +102,8 @@ pub struct Snapshot {
     pub cancelled: u64,
     /// Of those, finished with an error from the inner service.
     pub errors: u64,
+    /// Requests timed that have left (see [`Builder::timing_sample`](crate::Builder::timing_sample)).
+    pub timed: u64,
     /// Decision steps run.
     pub decisions: u64,
     /// Filter decisions in which it changed the nominal proposal.
@@ -141,6 +144,7 @@ impl Snapshot {
             ),
             cancelled: sh.done.0.cancelled.load(Ordering::Relaxed),
             errors: sh.done.0.errors.load(Ordering::Relaxed),
+            timed: sh.done.0.timed.load(Ordering::Relaxed),
             decisions,
             interventions,
             backup_activations: backup,
@@ -156,50 +160,96 @@ impl Snapshot {
 /// The slot a request holds while it is in the inner service. Dropping it frees the slot
 /// and records the request's time in the layer; if the request did not finish
 /// (`outcome` still pending), it counts as cancelled.
+///
+/// The slot, not a reference count, keeps the layer's state alive (see [`Owner`]); in
+/// queue mode the permit also holds a handle, so that it can wake a waiter after its
+/// release.
 #[derive(Debug)]
 pub(crate) struct Permit {
-    shared: Arc<Shared>,
+    shared: NonNull<Shared>,
+    keep: Option<Arc<Owner>>,
     /// The arrival time, for a timed request.
     start_raw: Option<u64>,
     /// 0 pending, 1 finished ok, 2 finished with an error.
     outcome: u8,
 }
 
+// SAFETY: the permit reaches `Shared` (`Send + Sync`) through a slot it owns; see `Owner`.
+#[allow(unsafe_code)]
+unsafe impl Send for Permit {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Permit {}
+
 impl Permit {
-    fn new(shared: Arc<Shared>, start_raw: Option<u64>) -> Self {
-        Permit { shared, start_raw, outcome: 0 }
+    /// The permit of a request that has just taken a slot in `owner`'s gate word.
+    fn new(owner: &Arc<Owner>, start_raw: Option<u64>) -> Self {
+        let keep = matches!(owner.settings.mode, Mode::Queue { .. }).then(|| owner.clone());
+        Permit { shared: owner.ptr(), keep, start_raw, outcome: 0 }
     }
 }
 
+#[allow(unsafe_code)]
 impl Drop for Permit {
+    #[inline]
     fn drop(&mut self) {
-        let sh = &*self.shared;
-        crate::shared::slots::release(&sh.gate.0);
-        let d = &sh.done.0;
-        if let Some(start) = self.start_raw {
-            let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());
-            d.latency_ns.fetch_add(ns, Ordering::Relaxed);
-            d.timed.fetch_add(1, Ordering::Relaxed);
-            #[cfg(feature = "metrics")]
-            crate::metrics::record_latency(sh, ns);
+        if self.start_raw.is_some() || self.outcome != 1 || self.keep.is_some() {
+            self.drop_slow();
+            return;
         }
-        match self.outcome {
-            0 => {
-                d.cancelled.fetch_add(1, Ordering::Relaxed);
-            }
-            2 => {
-                d.errors.fetch_add(1, Ordering::Relaxed);
-            }
-            _ => {}
+        // An untimed request that finished, in reject mode: only the slot to give back.
+        // SAFETY: the slot keeps the state alive until this release; nothing reads it after.
+        let last = slots::release(unsafe { &self.shared.as_ref().gate.0 });
+        if last {
+            // SAFETY: the last slot of a retired layer: nothing else can reach the state.
+            unsafe { Owner::free(self.shared) };
         }
-        if matches!(sh.settings.mode, Mode::Queue { .. }) && sh.waiting.0.load(Ordering::SeqCst) > 0 {
-            sh.notify.notify_one();
+    }
+}
+
+impl Permit {
+    /// Drop with bookkeeping: timed, cancelled or failed requests, and queue mode.
+    #[cold]
+    #[allow(unsafe_code)]
+    fn drop_slow(&mut self) {
+        {
+            // SAFETY: the slot this permit holds keeps the state alive until it is released
+            // at the end of this block; nothing reads `sh` after that.
+            let sh = unsafe { self.shared.as_ref() };
+            let d = &sh.done.0;
+            if let Some(start) = self.start_raw {
+                let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());
+                d.latency_ns.fetch_add(ns, Ordering::Relaxed);
+                d.timed.fetch_add(1, Ordering::Relaxed);
+                #[cfg(feature = "metrics")]
+                crate::metrics::record_latency(sh, ns);
+            }
+            match self.outcome {
+                0 => {
+                    d.cancelled.fetch_add(1, Ordering::Relaxed);
+                }
+                2 => {
+                    d.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                _ => {}
+            }
+            if slots::release(&sh.gate.0) {
+                // SAFETY: the last slot of a retired layer (no handle left, so `keep` is
+                // None): nothing else can reach the state.
+                unsafe { Owner::free(self.shared) };
+                return;
+            }
+        }
+        // Queue mode: wake a waiter for the slot just freed (the handle keeps the state).
+        if let Some(sh) = &self.keep {
+            if sh.waiting.0.load(Ordering::SeqCst) > 0 {
+                sh.notify.notify_one();
+            }
         }
     }
 }
 
 /// Decrements the waiting count however the wait ends (slot, deadline, cancellation).
-struct WaitGuard(Arc<Shared>);
+struct WaitGuard(Arc<Owner>);
 
 impl Drop for WaitGuard {
     fn drop(&mut self) {
@@ -226,7 +276,7 @@ fn wait_for_slot(guard: WaitGuard, class: usize, start_raw: Option<u64>, deadlin
                     sh.done.0.wait_ns.fetch_add(waited, Ordering::Relaxed);
                 }
                 drop(guard);
-                return Ok(Permit::new(sh.clone(), start_raw));
+                return Ok(Permit::new(&sh, start_raw));
             }
             if tokio::time::timeout_at(until, notified).await.is_err() {
                 drop(guard);
@@ -335,11 +385,15 @@ where
         } else {
             cs.offered.0.fetch_add(1, Ordering::Relaxed)
         };
-        // One request in `timing_sample` reads the clock: it is timed, and it runs the
-        // decision step when a period has passed (before its own admission is decided).
-        let raw = if n & sh.settings.sample_mask == 0 {
+        // One request in `k` (adapted to the traffic) reads the clock: it is timed, and it
+        // runs the decision step when a period has passed (before its own admission is
+        // decided).
+        let mask = sh.published.0.sample_mask.load(Ordering::Relaxed);
+        let raw = if n & mask == 0 {
             let raw = sh.clock.raw();
-            sh.maybe_decide(sh.now_ns(raw));
+            let now = sh.now_ns(raw);
+            sh.maybe_decide(now);
+            sh.adapt_sampling(now, mask);
             Some(raw)
         } else {
             None
@@ -393,7 +447,7 @@ impl<S, C> Admission<S, C> {
     where
         S: Service<Req>,
     {
-        let permit = Permit::new(self.shared.clone(), start_raw);
+        let permit = Permit::new(&self.shared, start_raw);
         ResponseFuture { state: State::Running { fut: self.inner.call(req), permit: Some(permit) } }
     }
 }

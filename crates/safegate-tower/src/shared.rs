@@ -1,6 +1,7 @@
 //! The state one layer shares across all its services: atomics on the hot path, and the
 //! controller (nominal + safety filter) that a request crossing a period boundary runs.
 
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
@@ -48,8 +49,8 @@ pub(crate) struct Settings {
     pub(crate) classes: usize,
     pub(crate) reserve: f64,
     pub(crate) period_ns: u64,
-    /// `k − 1` for timing one request in `k` (a power of two).
-    pub(crate) sample_mask: u64,
+    /// `k − 1` for the most requests `k` (a power of two) per timed one.
+    pub(crate) max_sample_mask: u64,
 }
 
 /// One priority class's counters and published admission values.
@@ -87,12 +88,16 @@ pub(crate) struct Done {
     pub(crate) wait_ns: AtomicU64,
     pub(crate) cancelled: AtomicU64,
     pub(crate) errors: AtomicU64,
+    /// When the last timed request arrived \[ns since the layer was built\].
+    pub(crate) last_timed_arrival_ns: AtomicU64,
 }
 
 /// Values the decision step publishes for the hot path.
 #[derive(Debug)]
 pub(crate) struct Published {
     pub(crate) next_decision_ns: AtomicU64,
+    /// `k − 1` for timing one request in `k` now (see [`next_sample_mask`]).
+    pub(crate) sample_mask: AtomicU64,
     pub(crate) limit: AtomicU32,
     pub(crate) shed_reason: AtomicU8,
     pub(crate) retry_after_ns: AtomicU64,
@@ -149,12 +154,100 @@ pub(crate) struct Shared {
     pub(crate) latency: std::sync::OnceLock<metrics::Histogram>,
 }
 
+/// The layer's state and who keeps it alive. Handles (the layer, its services, requests
+/// waiting in the queue) share an `Arc<Owner>`; an admitted request keeps the state alive
+/// by its slot in the gate word instead ([`Permit`](crate::service)), so admitting one
+/// costs no reference count. The last handle retires the gate word ([`slots::retire`]);
+/// the state is freed by whichever comes last, that handle if no slot is taken or the
+/// release of the last slot ([`slots::release`]) — the protocol `tests/loom.rs` checks.
+pub(crate) struct Owner(NonNull<Shared>);
+
+// SAFETY: `Owner` is a shared reference to a `Shared` it co-owns; `Shared` is `Send + Sync`
+// (asserted below), so handing the pointer to other threads is as safe as an `Arc<Shared>`.
+#[allow(unsafe_code)]
+unsafe impl Send for Owner {}
+#[allow(unsafe_code)]
+unsafe impl Sync for Owner {}
+const _: fn() = || {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Shared>();
+};
+
+#[allow(unsafe_code)]
+impl Owner {
+    pub(crate) fn new(shared: Shared) -> Self {
+        Owner(NonNull::from(Box::leak(Box::new(shared))))
+    }
+
+    /// The state's address, for a request that takes a slot.
+    pub(crate) fn ptr(&self) -> NonNull<Shared> {
+        self.0
+    }
+
+    /// Free the state.
+    ///
+    /// # Safety
+    /// `ptr` came from [`Owner::new`], and the caller is the one party [`slots::retire`] or
+    /// [`slots::release`] told to free it: no handle and no slot is left, so nothing else
+    /// can reach it.
+    pub(crate) unsafe fn free(ptr: NonNull<Shared>) {
+        // SAFETY: by the caller's contract, the allocation is ours alone.
+        drop(unsafe { Box::from_raw(ptr.as_ptr()) });
+    }
+}
+
+#[allow(unsafe_code)]
+impl std::ops::Deref for Owner {
+    type Target = Shared;
+    fn deref(&self) -> &Shared {
+        // SAFETY: the state lives while any handle does (`Drop` below frees it only once the
+        // gate is retired and no slot is taken, which needs this handle gone).
+        unsafe { self.0.as_ref() }
+    }
+}
+
+#[allow(unsafe_code)]
+impl Drop for Owner {
+    fn drop(&mut self) {
+        if slots::retire(&self.gate.0) {
+            // SAFETY: the last handle, and no slot taken: nothing else can reach the state.
+            unsafe { Owner::free(self.0) }
+        }
+    }
+}
+
+impl std::fmt::Debug for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        (**self).fmt(f)
+    }
+}
+
 /// The Weyl sequence `frac(n·φ)` (φ the golden ratio) in 32 bits: consecutive requests of
 /// a class get well-spread values, so admitting those below `a·2³²` admits a share `a` of
 /// any run of requests, deterministically (Knuth, TAOCP vol. 3, §6.4, Fibonacci hashing).
 #[inline]
 pub(crate) fn weyl(n: u64) -> u64 {
     n.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 32
+}
+
+/// Timed requests aimed at per decision period: enough for the period's mean latency and
+/// for the decision step to run at most `period / TIMED_PER_PERIOD` late.
+pub(crate) const TIMED_PER_PERIOD: u64 = 16;
+
+/// The next sampling mask (`k − 1`, timing one request in `k`) after `dt_ns` passed between
+/// two timed requests under `mask`: doubled when they come more than twice as often as
+/// [`TIMED_PER_PERIOD`] per period asks (up to `max`), halved when they come less than
+/// half as often (down to timing every request). A light load times every request, so
+/// the decision step runs on time; a heavy one reads the clock rarely.
+pub(crate) fn next_sample_mask(mask: u64, dt_ns: u64, period_ns: u64, max: u64) -> u64 {
+    let target = period_ns / TIMED_PER_PERIOD;
+    if dt_ns < target / 2 && mask < max {
+        mask * 2 + 1
+    } else if dt_ns > target * 2 && mask > 0 {
+        mask / 2
+    } else {
+        mask
+    }
 }
 
 /// Fewest requests in a period from which [`class_shares`] reads the split over classes.
@@ -240,6 +333,25 @@ impl Shared {
     pub(crate) fn overloaded(&self, reason: Reason, class: usize) -> Overloaded {
         let ns = self.published.0.retry_after_ns.load(Ordering::Relaxed);
         Overloaded { reason, retry_after: Duration::from_nanos(ns), class: class as u8 }
+    }
+
+    /// A timed request arrived at `now_ns` under sampling mask `mask`: adapt the mask to the
+    /// traffic ([`next_sample_mask`]). Racing timed requests may adapt it from the same
+    /// reading; the next ones correct it.
+    #[inline]
+    pub(crate) fn adapt_sampling(&self, now_ns: u64, mask: u64) {
+        let last = &self.done.0.last_timed_arrival_ns;
+        let before = last.load(Ordering::Relaxed);
+        last.store(now_ns, Ordering::Relaxed);
+        if before == 0 {
+            // The first timed request (or all so far at instant 0): no interval yet.
+            return;
+        }
+        let dt = now_ns.saturating_sub(before);
+        let next = next_sample_mask(mask, dt, self.settings.period_ns, self.settings.max_sample_mask);
+        if next != mask {
+            self.published.0.sample_mask.store(next, Ordering::Relaxed);
+        }
     }
 
     /// Run a decision step if `now_ns` is past the next decision instant and no other
@@ -411,6 +523,33 @@ mod tests {
     }
 
     #[test]
+    fn sampling_thins_under_load_and_times_every_request_when_light() {
+        let period = 50_000_000; // 50 ms: aim at a timed request every 3.125 ms
+        let max = 255;
+        // 10 M req/s: k requests take k·100 ns; the mask doubles up to the most allowed.
+        let mut mask = 0;
+        for _ in 0..20 {
+            mask = next_sample_mask(mask, (mask + 1) * 100, period, max);
+        }
+        assert_eq!(mask, max);
+        // 100 req/s: every request is 10 ms apart; the mask comes back down to 0.
+        for _ in 0..20 {
+            mask = next_sample_mask(mask, 10_000_000, period, max);
+        }
+        assert_eq!(mask, 0);
+        // 5,000 req/s: settles where a timed request comes every 1.6–6.3 ms.
+        let mut mask = 0;
+        for _ in 0..40 {
+            mask = next_sample_mask(mask, (mask + 1) * 200_000, period, max);
+        }
+        let dt = (mask + 1) * 200_000;
+        assert!((1_562_500..=6_250_000).contains(&dt), "mask {mask}: {dt} ns apart");
+        assert_eq!(next_sample_mask(mask, dt, period, max), mask, "stable");
+        // Never above the cap.
+        assert_eq!(next_sample_mask(0, 1, period, 0), 0);
+    }
+
+    #[test]
     fn the_offered_count_survives_the_gate_words_wrap() {
         assert_eq!(extend(0, 0, 10), 10);
         assert_eq!(extend(100, 100, 130), 130);
@@ -479,6 +618,10 @@ pub mod slots {
     /// One offered request in the gate word.
     pub const OFFER: u64 = 1 << 32;
 
+    /// The gate word's retired mark (bit 31): the layer's last handle is gone, and the
+    /// release of the last slot frees its state.
+    pub const RETIRED: u64 = 1 << 31;
+
     /// The offered count (mod 2³²) of a gate word.
     #[inline]
     pub fn offered(word: u64) -> u32 {
@@ -488,7 +631,7 @@ pub mod slots {
     /// The slots taken of a gate word.
     #[inline]
     pub fn taken(word: u64) -> u32 {
-        word as u32
+        word as u32 & !(RETIRED as u32)
     }
 
     /// An atomic gate word.
@@ -497,8 +640,10 @@ pub mod slots {
         fn current(&self) -> u64;
         /// Compare-and-swap `cur → new` (may fail spuriously); the value seen on failure.
         fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64>;
-        /// Give one slot back.
-        fn give_back(&self);
+        /// Give one slot back; the word before.
+        fn give_back(&self) -> u64;
+        /// Set the [`RETIRED`] mark; the word before.
+        fn mark_retired(&self) -> u64;
     }
 
     impl Counter for AtomicU64 {
@@ -511,8 +656,12 @@ pub mod slots {
             self.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
         }
         #[inline]
-        fn give_back(&self) {
-            self.fetch_sub(1, Ordering::SeqCst);
+        fn give_back(&self) -> u64 {
+            self.fetch_sub(1, Ordering::SeqCst)
+        }
+        #[inline]
+        fn mark_retired(&self) -> u64 {
+            self.fetch_or(RETIRED, Ordering::SeqCst)
         }
     }
 
@@ -573,9 +722,20 @@ pub mod slots {
         }
     }
 
-    /// Give back a slot taken by [`offer`] or [`try_acquire`].
+    /// Give back a slot taken by [`offer`] or [`try_acquire`]: true when it was the last
+    /// slot of a retired gate, and the caller is the one to free the state.
     #[inline]
-    pub fn release<C: Counter + ?Sized>(c: &C) {
-        c.give_back();
+    pub fn release<C: Counter + ?Sized>(c: &C) -> bool {
+        let before = c.give_back();
+        before & RETIRED != 0 && taken(before) == 1
+    }
+
+    /// Mark the gate retired (its last handle is gone, no request can be offered any
+    /// more): true when no slot is taken, and the caller is the one to free the state;
+    /// otherwise the release of the last slot is ([`release`]). Exactly one of the two
+    /// says so, whatever the interleaving.
+    #[inline]
+    pub fn retire<C: Counter + ?Sized>(c: &C) -> bool {
+        taken(c.mark_retired()) == 0
     }
 }

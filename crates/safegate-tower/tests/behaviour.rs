@@ -394,3 +394,90 @@ async fn the_filter_rejects_for_the_barrier_and_then_the_backup() {
     }
     assert_eq!(layer.snapshot().in_flight, 0);
 }
+
+/// A nominal controller that says when the layer's state (which owns it) is freed.
+struct Watched(Arc<AtomicU32>);
+impl Policy for Watched {
+    fn decide(&mut self, _obs: &Observation) -> Action {
+        Action::admit(1.0)
+    }
+    fn name(&self) -> &'static str {
+        "watched"
+    }
+}
+impl Drop for Watched {
+    fn drop(&mut self) {
+        self.0.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// The layer's state outlives its last handle while requests are in it (their slots keep
+/// it), is freed exactly once when the last of them finishes or is dropped, and at once
+/// when none is; in both modes.
+#[tokio::test]
+async fn the_state_lives_as_long_as_a_handle_or_a_request_and_no_longer() {
+    for queue in [false, true] {
+        let freed = Arc::new(AtomicU32::new(0));
+        let mut b =
+            AdmissionLayer::builder().nominal(Box::new(Watched(freed.clone()))).max_concurrency(2).capacity(1000);
+        if queue {
+            b = b.queue(4, Duration::from_secs(5));
+        }
+        let layer = b.build().unwrap();
+        let mut svc = layer.layer(held());
+        let (t1, r1) = oneshot::channel();
+        let f1 = tokio::spawn(svc.ready().await.unwrap().call(r1));
+        let (_t2, r2) = oneshot::channel();
+        let mut f2 = Box::pin(svc.ready().await.unwrap().call(r2));
+        assert!(poll_once(&mut f2).is_pending());
+        // Every handle gone; two requests in the service.
+        drop(svc);
+        drop(layer);
+        tokio::task::yield_now().await;
+        assert_eq!(freed.load(Ordering::SeqCst), 0, "queue {queue}: freed under two requests");
+        t1.send(()).unwrap();
+        f1.await.unwrap().unwrap();
+        assert_eq!(freed.load(Ordering::SeqCst), 0, "queue {queue}: freed under one request");
+        // The last request is cancelled: its dropped permit frees the state.
+        drop(f2);
+        assert_eq!(freed.load(Ordering::SeqCst), 1, "queue {queue}: freed once after the last request");
+    }
+    // No request in it: the last handle frees it.
+    let freed = Arc::new(AtomicU32::new(0));
+    let layer = AdmissionLayer::builder().nominal(Box::new(Watched(freed.clone()))).capacity(1000).build().unwrap();
+    let svc = layer.layer(held());
+    drop(layer);
+    assert_eq!(freed.load(Ordering::SeqCst), 0);
+    drop(svc);
+    assert_eq!(freed.load(Ordering::SeqCst), 1);
+}
+
+/// The decision step runs every period at any rate: a light load (100 req/s) times every
+/// request and decides on time; a heavy one (10⁶ req/s) times few requests, yet decides.
+#[tokio::test]
+async fn decisions_keep_their_period_at_light_load_and_the_clock_is_read_rarely_at_heavy() {
+    // 100 req/s for 2 s: a request every 10 ms, the period 50 ms → about 40 decisions.
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder().controller("static").capacity(1000).clock(clock).build().unwrap();
+    let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
+    for _ in 0..200 {
+        svc.ready().await.unwrap().call(()).await.unwrap();
+        mock.increment(Duration::from_millis(10));
+    }
+    let s = layer.snapshot();
+    assert!((38..=41).contains(&s.decisions), "{} decisions in 2 s of 50-ms periods", s.decisions);
+    assert_eq!(s.timed, 200, "a light load times every request");
+
+    // 10⁶ req/s for 0.2 s: 200,000 requests, 4 periods.
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder().controller("static").capacity(10_000_000).clock(clock).build().unwrap();
+    let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
+    for _ in 0..200_000 {
+        svc.ready().await.unwrap().call(()).await.unwrap();
+        mock.increment(Duration::from_micros(1));
+    }
+    let s = layer.snapshot();
+    assert!((4..=5).contains(&s.decisions), "{} decisions in 0.2 s", s.decisions);
+    // At most one in 256 after a ramp of a few hundred requests.
+    assert!((700..=1_200).contains(&s.timed), "{} of 200,000 requests timed", s.timed);
+}

@@ -1,9 +1,10 @@
-//! A loom model of the gate word: every interleaving of three requests racing for two
-//! slots, run on the layer's own `offer`/`try_acquire`/`release` (generic over the atomic).
+//! loom models of the gate word, run on the layer's own `offer`/`try_acquire`/`release`/
+//! `retire` (generic over the atomic): every interleaving of requests racing for slots, and
+//! of the last handle going away while admitted requests finish (who frees the state).
 
 use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use loom::sync::Arc;
-use safegate_tower::slots::{offer, offered, release, taken, try_acquire, Counter, Offer};
+use safegate_tower::slots::{offer, offered, release, retire, taken, try_acquire, Counter, Offer, RETIRED};
 
 /// loom's atomic behind the layer's counter trait.
 struct Gate(AtomicU64);
@@ -15,8 +16,11 @@ impl Counter for Gate {
     fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64> {
         self.0.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
     }
-    fn give_back(&self) {
-        self.0.fetch_sub(1, Ordering::SeqCst);
+    fn give_back(&self) -> u64 {
+        self.0.fetch_sub(1, Ordering::SeqCst)
+    }
+    fn mark_retired(&self) -> u64 {
+        self.0.fetch_or(RETIRED, Ordering::SeqCst)
     }
 }
 
@@ -107,5 +111,42 @@ fn a_shed_request_takes_no_slot_and_a_queued_one_respects_the_limit() {
         }
         let w = gate.0.load(Ordering::SeqCst);
         assert_eq!((offered(w), taken(w)), (2, 0));
+    });
+}
+
+/// The layer's last handle goes away while two admitted requests finish on other threads:
+/// the state is freed exactly once, after every request is done with it, whatever the
+/// interleaving (the protocol behind `Owner` and `Permit`).
+#[test]
+fn the_state_is_freed_once_and_after_its_last_slot() {
+    model().check(|| {
+        let gate = Arc::new(Gate(AtomicU64::new(0)));
+        // Two requests admitted while the handle was alive.
+        for _ in 0..2 {
+            assert_eq!(offer(&*gate, 8, false, |_| false).1, Offer::Admitted);
+        }
+        let freed = Arc::new(AtomicU32::new(0));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (gate, freed) = (gate.clone(), freed.clone());
+                loom::thread::spawn(move || {
+                    // The request still uses the state: it must not be freed yet.
+                    assert_eq!(freed.load(Ordering::SeqCst), 0, "state freed under a request");
+                    if release(&*gate) {
+                        freed.fetch_add(1, Ordering::SeqCst);
+                    }
+                })
+            })
+            .collect();
+        // The last handle.
+        if retire(&*gate) {
+            freed.fetch_add(1, Ordering::SeqCst);
+        }
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(freed.load(Ordering::SeqCst), 1, "freed exactly once");
+        let w = gate.0.load(Ordering::SeqCst);
+        assert_eq!((offered(w), taken(w), w & RETIRED), (2, 0, RETIRED));
     });
 }

@@ -6,7 +6,9 @@
 //! the (immediately ready) response future and its drop, driven by hand with a no-op waker
 //! so no runtime is measured. Single-threaded, and with two threads each driving its own
 //! clone of one stack (shared state, contended atomics). Every figure is the median of
-//! `--rounds` rounds, the stacks interleaved within each round.
+//! `--rounds` rounds, the stacks interleaved within each round; the ratio is the median of
+//! the per-round ratios (a paired comparison: a slow stretch of a shared machine slows both
+//! stacks of a round alike).
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -45,7 +47,7 @@ struct OverheadArgs {
     #[arg(long, default_value_t = 400_000, value_name = "N")]
     requests: u64,
     /// Rounds; each figure is the median over them.
-    #[arg(long, default_value_t = 5, value_name = "N")]
+    #[arg(long, default_value_t = 9, value_name = "N")]
     rounds: usize,
     /// Print the figures as JSON.
     #[arg(long)]
@@ -129,8 +131,11 @@ struct Figures {
     load_shed_concurrency_limit_ns: f64,
     admission_ns: f64,
     tower_acc_ns: Option<f64>,
-    /// `admission_ns / concurrency_limit_ns`.
+    /// Median over rounds of the round's `admission / concurrency_limit` (the two run back
+    /// to back in each round, so a slow stretch of the machine slows both).
     ratio: f64,
+    /// Lowest and highest per-round ratio.
+    ratio_range: [f64; 2],
     /// `tower_acc_ns / concurrency_limit_ns`, when built.
     tower_acc_ratio: Option<f64>,
 }
@@ -228,17 +233,26 @@ fn measure(cases: &[(&'static str, Case)], n: u64, rounds: usize, two: bool) -> 
             samples[i].push(c(n, two));
         }
     }
-    let get = |name: &str| cases.iter().position(|(k, _)| *k == name).map(|i| median(samples[i].clone()));
+    let pos = |name: &str| cases.iter().position(|(k, _)| *k == name);
+    let get = |name: &str| pos(name).map(|i| median(samples[i].clone()));
     let cl = get("concurrency_limit").unwrap_or(f64::NAN);
     let adm = get("admission").unwrap_or(f64::NAN);
     let acc = get("tower_acc");
+    // Paired per round: each round's admission figure over the same round's ConcurrencyLimit.
+    let ratios: Vec<f64> = match (pos("admission"), pos("concurrency_limit")) {
+        (Some(a), Some(c)) => samples[a].iter().zip(&samples[c]).map(|(x, y)| x / y).collect(),
+        _ => vec![f64::NAN],
+    };
+    let lo = ratios.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = ratios.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     Figures {
         noop_ns: get("noop").unwrap_or(f64::NAN),
         concurrency_limit_ns: cl,
         load_shed_concurrency_limit_ns: get("load_shed_concurrency_limit").unwrap_or(f64::NAN),
         admission_ns: adm,
         tower_acc_ns: acc,
-        ratio: adm / cl,
+        ratio: median(ratios),
+        ratio_range: [lo, hi],
         tower_acc_ratio: acc.map(|a| a / cl),
     }
 }
@@ -274,7 +288,11 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         _ => println!("{:<44} {:>12} {:>16}", "tower-acc", "not built", "(--features tower-acc)"),
     }
     println!();
-    println!("ratio admission / ConcurrencyLimit: {:.2} (1 thread), {:.2} (2 threads)", s.ratio, c.ratio);
+    println!(
+        "ratio admission / ConcurrencyLimit, median of per-round ratios: {:.2} (1 thread, rounds {:.2}–{:.2}), \
+         {:.2} (2 threads, rounds {:.2}–{:.2})",
+        s.ratio, s.ratio_range[0], s.ratio_range[1], c.ratio, c.ratio_range[0], c.ratio_range[1]
+    );
     if let (Some(x), Some(y)) = (s.tower_acc_ratio, c.tower_acc_ratio) {
         println!("ratio tower-acc / ConcurrencyLimit:  {x:.2} (1 thread), {y:.2} (2 threads)");
     }

@@ -265,9 +265,14 @@ fn bench_overhead_prints_ns_per_request_and_the_ratio() {
     let out = safegate(&["bench", "overhead", "--requests", "20000", "--rounds", "1", "--json"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    for key in ["admission_ns", "concurrency_limit_ns", "ratio"] {
-        let x = &v[key];
-        let ok = x.as_f64().is_some_and(|f| f.is_finite() && f > 0.0);
-        assert!(ok, "{key}: {x}");
+    for figures in [&v, &v["contended"]] {
+        for key in ["admission_ns", "concurrency_limit_ns", "ratio"] {
+            let x = &figures[key];
+            let ok = x.as_f64().is_some_and(|f| f.is_finite() && f > 0.0);
+            assert!(ok, "{key}: {x}");
+        }
+        let (r, lo, hi) =
+            (figures["ratio"].as_f64(), figures["ratio_range"][0].as_f64(), figures["ratio_range"][1].as_f64());
+        assert!(matches!((r, lo, hi), (Some(r), Some(lo), Some(hi)) if lo <= r && r <= hi), "{figures}");
     }
 }
