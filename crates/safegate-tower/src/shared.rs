@@ -365,7 +365,14 @@ impl Shared {
 
     #[cold]
     fn decide_slow(&self, now_ns: u64) {
-        let Ok(mut c) = self.controller.try_lock() else { return };
+        let mut c = match self.controller.try_lock() {
+            Ok(c) => c,
+            // A nominal controller that panicked in an earlier step left the lock poisoned;
+            // the controller's state is plain numbers, so keep deciding rather than freeze
+            // the published limit for good.
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
         let p = &self.published.0;
         if now_ns < p.next_decision_ns.load(Ordering::Relaxed) {
             return;
@@ -622,6 +629,13 @@ pub mod slots {
     /// release of the last slot frees its state.
     pub const RETIRED: u64 = 1 << 31;
 
+    /// Most slots ever taken at once. Limits are far below (`max_concurrency` ≤ 10⁶); only
+    /// a dry run takes slots past its limit, and reaching this needs 2³⁰ requests in the
+    /// service at once, i.e. leaked (`mem::forget`) response futures. Past it [`offer`]
+    /// aborts, as `Arc` does on a reference-count overflow: the count must never carry
+    /// into [`RETIRED`], which would free the state under a live layer.
+    pub const MAX_TAKEN: u32 = 1 << 30;
+
     /// The offered count (mod 2³²) of a gate word.
     #[inline]
     pub fn offered(word: u64) -> u32 {
@@ -688,8 +702,12 @@ pub mod slots {
         take_anyway: bool,
         shed: impl Fn(u32) -> bool,
     ) -> (u32, Offer) {
+        debug_assert!(limit <= MAX_TAKEN);
         let mut cur = c.current();
         loop {
+            if take_anyway && taken(cur) >= MAX_TAKEN {
+                overflow();
+            }
             let n = offered(cur);
             let outcome = if shed(n) {
                 Offer::Shed
@@ -710,6 +728,7 @@ pub mod slots {
     /// than `limit` are taken.
     #[inline]
     pub fn try_acquire<C: Counter + ?Sized>(c: &C, limit: u32) -> bool {
+        debug_assert!(limit <= MAX_TAKEN);
         let mut cur = c.current();
         loop {
             if taken(cur) >= limit {
@@ -720,6 +739,13 @@ pub mod slots {
                 Err(v) => cur = v,
             }
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn overflow() -> ! {
+        eprintln!("safegate-tower: {MAX_TAKEN} slots taken at once (leaked response futures in dry run); aborting");
+        std::process::abort()
     }
 
     /// Give back a slot taken by [`offer`] or [`try_acquire`]: true when it was the last

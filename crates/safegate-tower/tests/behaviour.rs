@@ -481,3 +481,46 @@ async fn decisions_keep_their_period_at_light_load_and_the_clock_is_read_rarely_
     // At most one in 256 after a ramp of a few hundred requests.
     assert!((700..=1_200).contains(&s.timed), "{} of 200,000 requests timed", s.timed);
 }
+
+/// A nominal controller that panics in its second decision.
+struct PanicsOnce(u32);
+impl Policy for PanicsOnce {
+    fn decide(&mut self, _obs: &Observation) -> Action {
+        self.0 += 1;
+        assert_ne!(self.0, 2, "a bug in a user's controller");
+        Action::admit(1.0)
+    }
+    fn name(&self) -> &'static str {
+        "panics-once"
+    }
+}
+
+/// A controller that panicked once (poisoning the controller's lock) does not freeze the
+/// layer: the request that ran the step sees the panic, later periods decide again.
+#[test]
+fn decisions_go_on_after_a_controller_panicked() {
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(PanicsOnce(0)))
+        .capacity(1000)
+        .timing_sample(1)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(service_fn(|_: ()| std::future::ready(Ok::<_, Infallible>(()))));
+    let mut one = |svc: &mut _| {
+        let mut f = Box::pin(Service::call(svc, ()));
+        assert!(matches!(poll_once(&mut f), Poll::Ready(Ok(()))));
+    };
+    one(&mut svc);
+    assert_eq!(layer.snapshot().decisions, 1);
+    mock.increment(Duration::from_millis(60));
+    let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(&mut svc)));
+    assert!(panicked.is_err(), "the second decision panics in the request that runs it");
+    assert_eq!(layer.snapshot().in_flight, 0, "the panicking request took no slot");
+    for _ in 0..3 {
+        mock.increment(Duration::from_millis(60));
+        one(&mut svc);
+    }
+    assert_eq!(layer.snapshot().decisions, 4, "decisions resume after the panic");
+}

@@ -150,3 +150,34 @@ fn the_state_is_freed_once_and_after_its_last_slot() {
         assert_eq!((offered(w), taken(w), w & RETIRED), (2, 0, RETIRED));
     });
 }
+
+/// Dry run (`take_anyway`) takes slots past any limit; the count must never carry into the
+/// RETIRED bit (a release would then free the state under a live layer): at `MAX_TAKEN`
+/// `offer` aborts the process, as `Arc` does on a reference-count overflow. Run in a child
+/// process, which must die of SIGABRT before its word shows RETIRED.
+#[test]
+fn dry_run_slots_never_reach_the_retired_bit() {
+    use safegate_tower::slots::MAX_TAKEN;
+    const CHILD: &str = "SAFEGATE_TOWER_OVERFLOW_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        let g = std::sync::atomic::AtomicU64::new(u64::from(MAX_TAKEN) - 1);
+        assert_eq!(offer(&g, 1, true, |_| false).1, Offer::Full); // the last slot there is
+        let _ = offer(&g, 1, true, |_| false); // aborts
+        let w = g.load(std::sync::atomic::Ordering::SeqCst);
+        println!("survived: word {w:#x}, retired {}", w & RETIRED != 0);
+        return;
+    }
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", "dry_run_slots_never_reach_the_retired_bit", "--nocapture", "--test-threads=1"])
+        .env(CHILD, "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "the child survived: {}", String::from_utf8_lossy(&out.stdout));
+    assert!(stderr.contains("slots taken at once"), "{stderr}");
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(out.status.signal(), Some(6), "SIGABRT expected: {:?}", out.status);
+    }
+}
