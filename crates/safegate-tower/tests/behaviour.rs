@@ -508,7 +508,7 @@ fn decisions_go_on_after_a_controller_panicked() {
         .build()
         .unwrap();
     let mut svc = layer.layer(service_fn(|_: ()| std::future::ready(Ok::<_, Infallible>(()))));
-    let mut one = |svc: &mut _| {
+    let one = |svc: &mut _| {
         let mut f = Box::pin(Service::call(svc, ()));
         assert!(matches!(poll_once(&mut f), Poll::Ready(Ok(()))));
     };
