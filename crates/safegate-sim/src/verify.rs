@@ -109,6 +109,17 @@ pub struct Frequency {
     pub exits: u64,
 }
 
+/// The fewest trials whose 99 % Clopper–Pearson upper limit with no exit is ≤ `eps`
+/// (`1 − 0.005^{1/n} ≤ ε`).
+pub fn trials_to_show(eps: f64) -> u64 {
+    if !(eps > 0.0 && eps < 1.0) {
+        return 0;
+    }
+    let n = (0.005f64.ln() / (1.0 - eps).ln()).ceil() as u64;
+    // The closed form and the interval code agree; step past any rounding at the edge.
+    (n.saturating_sub(2)..n + 3).find(|&k| Frequency::from_counts(0, k).ci_high <= eps).unwrap_or(n)
+}
+
 impl Frequency {
     /// `exits` of `trials` with the 99 % Clopper–Pearson interval (estimate 0 for no trials).
     pub fn from_counts(exits: u64, trials: u64) -> Self {
@@ -436,6 +447,13 @@ pub fn verify(
         .filter(|c| c.filtered.exit_probability.ci_high > eps)
         .map(|c| (c.traffic, c.health_low))
         .collect();
+    // Of those, the cells whose measured frequency itself is above ε (the rest only lack
+    // the trials to bring the upper limit under it).
+    let exceeded: Vec<(f64, f64)> = std::iter::once(&scenario)
+        .chain(&envelope)
+        .filter(|c| c.filtered.exit_probability.estimate > eps)
+        .map(|c| (c.traffic, c.health_low))
+        .collect();
     let cvar_violations: Vec<(f64, f64)> = match rho {
         Some(r) => std::iter::once(&scenario)
             .chain(&envelope)
@@ -459,8 +477,16 @@ pub fn verify(
         )
     } else {
         let mut why = Vec::new();
-        if !violations.is_empty() {
-            why.push(format!("exit frequency above ε in {} cell(s): {:?}", violations.len(), violations));
+        if !exceeded.is_empty() {
+            why.push(format!("exit frequency above ε in {} cell(s): {:?}", exceeded.len(), exceeded));
+        }
+        let unshown = violations.len() - exceeded.len();
+        if unshown > 0 {
+            why.push(format!(
+                "ε not shown in {unshown} cell(s) whose exit frequency is within ε: their 99 % upper limit is \
+                 above it (too few trials; with no exit, {} trials per cell show ε = {eps})",
+                trials_to_show(eps)
+            ));
         }
         if !cvar_violations.is_empty() {
             why.push(format!("CVaR above ρ in {} cell(s): {:?}", cvar_violations.len(), cvar_violations));
@@ -520,4 +546,19 @@ fn poisson_quantile(m: f64, tail: f64) -> f64 {
         cdf += p;
     }
     k
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trials_to_show_is_the_first_count_whose_upper_limit_reaches_eps() {
+        for eps in [0.01, 0.05, 0.001] {
+            let n = trials_to_show(eps);
+            assert!(Frequency::from_counts(0, n).ci_high <= eps, "{eps}: {n}");
+            assert!(Frequency::from_counts(0, n - 1).ci_high > eps, "{eps}: {n}");
+        }
+        assert_eq!(trials_to_show(0.0), 0);
+    }
 }

@@ -186,7 +186,11 @@ fn verify_prints_the_headline_keys() {
     assert_eq!(v["cvar"]["eta"], 0.05);
     assert_eq!(v["cvar"]["rho"], 0.05);
     assert!(v["feasible_fraction"].is_number() && v["backup_fraction"].is_number());
-    assert!(v["verdict"].as_str().unwrap().starts_with("fail"));
+    let verdict = v["verdict"].as_str().unwrap();
+    assert!(verdict.starts_with("fail"), "{verdict}");
+    // No exit was seen: the verdict says the trials were too few, not that ε was exceeded.
+    assert!(verdict.contains("ε not shown") && verdict.contains("528 trials"), "{verdict}");
+    assert!(!verdict.contains("exit frequency above"), "{verdict}");
     assert_eq!(v["exit_probability"]["exits"], 0);
     assert_eq!(v["unfiltered"]["exit_probability"]["exits"], 20);
 }
