@@ -197,23 +197,33 @@ impl Drop for Permit {
             return;
         }
         // An untimed request that finished, in reject mode: only the slot to give back.
-        // SAFETY: the slot keeps the state alive until this release; nothing reads it after.
-        let last = slots::release(unsafe { &self.shared.as_ref().gate.0 });
-        if last {
-            // SAFETY: the last slot of a retired layer: nothing else can reach the state.
-            unsafe { Owner::free(self.shared) };
-        }
+        self.release_slot();
     }
 }
 
 impl Permit {
+    /// Give the slot back, and free the state if it was the last slot of a retired layer
+    /// (true then: the state must not be touched any more).
+    #[inline]
+    #[allow(unsafe_code)]
+    fn release_slot(&self) -> bool {
+        // SAFETY: the slot keeps the state alive until this release; nothing reads it after.
+        let last = slots::release(unsafe { &self.shared.as_ref().gate.0 });
+        if last {
+            // SAFETY: the last slot of a retired layer (no handle left, so `keep` is None):
+            // nothing else can reach the state.
+            unsafe { Owner::free(self.shared) };
+        }
+        last
+    }
+
     /// Drop with bookkeeping: timed, cancelled or failed requests, and queue mode.
     #[cold]
     #[allow(unsafe_code)]
     fn drop_slow(&mut self) {
         {
             // SAFETY: the slot this permit holds keeps the state alive until it is released
-            // at the end of this block; nothing reads `sh` after that.
+            // after this block; nothing reads `sh` after that.
             let sh = unsafe { self.shared.as_ref() };
             let d = &sh.done.0;
             if let Some(start) = self.start_raw {
@@ -232,12 +242,9 @@ impl Permit {
                 }
                 _ => {}
             }
-            if slots::release(&sh.gate.0) {
-                // SAFETY: the last slot of a retired layer (no handle left, so `keep` is
-                // None): nothing else can reach the state.
-                unsafe { Owner::free(self.shared) };
-                return;
-            }
+        }
+        if self.release_slot() {
+            return;
         }
         // Queue mode: wake a waiter for the slot just freed (the handle keeps the state).
         if let Some(sh) = &self.keep {
@@ -374,12 +381,12 @@ where
     fn call(&mut self, req: Req) -> Self::Future {
         let sh = &*self.shared;
         let classes = sh.classes.len();
-        let class = if classes == 1 { 0 } else { usize::from(self.classify.class(&req)).min(classes - 1) };
+        let single = classes == 1;
+        let class = if single { 0 } else { usize::from(self.classify.class(&req)).min(classes - 1) };
         let cs = &sh.classes[class];
         // The request's sequence number: with one class the gate word's offered count (as
         // read here; the compare-and-swap below may number it a little later under
         // contention, which only moves which request is timed), with several its class's.
-        let single = classes == 1;
         let n = if single {
             u64::from(slots::offered(sh.gate.0.load(Ordering::Relaxed)))
         } else {

@@ -62,7 +62,7 @@ impl AimdConfig {
         let d = Self::default();
         match actuator {
             Actuator::InFlight => {
-                let max = (d.max_limit as f64).min(setting.capacity).max(1.0) as u32;
+                let max = setting.cap_in_flight(f64::from(d.max_limit)) as u32;
                 let min = d.min_limit.min(max);
                 Self {
                     actuator,

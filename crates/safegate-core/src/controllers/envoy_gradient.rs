@@ -73,7 +73,7 @@ impl EnvoyGradientConfig {
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
         let max = match actuator {
-            Actuator::InFlight => (d.max_limit as f64).min(setting.capacity).max(1.0) as u32,
+            Actuator::InFlight => setting.cap_in_flight(f64::from(d.max_limit)) as u32,
             Actuator::Executors => setting.executors.max(1),
         };
         Self {

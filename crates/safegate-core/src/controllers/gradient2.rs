@@ -103,7 +103,7 @@ impl Gradient2Config {
         let d = Self::default();
         match actuator {
             Actuator::InFlight => {
-                let max = d.max_limit.min(setting.capacity).max(1.0);
+                let max = setting.cap_in_flight(d.max_limit);
                 let min = d.min_limit.min(max);
                 Self {
                     actuator,

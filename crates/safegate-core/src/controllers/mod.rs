@@ -159,6 +159,12 @@ impl Default for Setting {
 }
 
 impl Setting {
+    /// A controller's largest in-flight limit `limit` capped by the queue's capacity (at
+    /// least 1): with the in-flight actuator no more than the capacity can be in the system.
+    pub fn cap_in_flight(&self, limit: f64) -> f64 {
+        limit.min(self.capacity).max(1.0)
+    }
+
     /// The setting with every unusable value replaced by its default (a capacity below 1
     /// or not finite, zero executors, a period not in `(0, ∞)`), so [`build`] never fails on
     /// a known name.

@@ -31,7 +31,7 @@ impl StaticConfig {
     /// In flight: 20, at most the capacity; executors: the pool size.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let limit = match actuator {
-            Actuator::InFlight => (20.0f64).min(setting.capacity).max(1.0) as u32,
+            Actuator::InFlight => setting.cap_in_flight(20.0) as u32,
             Actuator::Executors => setting.executors.max(1),
         };
         Self { actuator, limit }

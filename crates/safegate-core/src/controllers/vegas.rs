@@ -80,7 +80,7 @@ impl VegasConfig {
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
         let max = match actuator {
-            Actuator::InFlight => d.max_limit.min(setting.capacity).max(1.0),
+            Actuator::InFlight => setting.cap_in_flight(d.max_limit),
             Actuator::Executors => setting.executors.max(1) as f64,
         };
         let initial = match actuator {
