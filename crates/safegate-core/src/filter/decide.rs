@@ -68,6 +68,110 @@ pub struct Filter {
     len: usize,
     /// The decision period seen last and its reciprocal, so a fixed period costs no division.
     period: (f64, f64),
+    /// The constraints in the form the hot path evaluates (rebuilt whenever they change).
+    rows: Rows,
+}
+
+/// A linear constraint as a row: `U·dt + d̄·dt = kg·G + ks·σ_q + k0 + kp·dt·(u₋ + d̄₋)`.
+///
+/// Six of the eight kinds are linear in the state (the table in [`super::constraint`]);
+/// written as rows, the filter evaluates them with three multiply-adds each and no
+/// dispatch, and takes `·(1/dt) − d̄` once for their minimum (`1/dt > 0` keeps the order).
+#[derive(Debug, Clone, Copy, Default)]
+struct Linear {
+    kg: f64,
+    ks: f64,
+    k0: f64,
+    kp: f64,
+}
+
+/// The Bernstein row, with its constants folded: `D = 2L(R + σ₀²) + 10L²/9` is the
+/// discriminant `2RL + L² + c` of [`Constraint::Bernstein`] with `c = L²/9 + 2Lσ₀²`.
+#[derive(Debug, Clone, Copy, Default)]
+struct BernsteinRow {
+    /// `1 − α`.
+    keep: f64,
+    /// `L`.
+    l: f64,
+    /// `L/3`.
+    l3: f64,
+    /// `2L`.
+    l2: f64,
+    /// `L²/9`.
+    c0: f64,
+    /// `10L²/9`.
+    k: f64,
+}
+
+/// The Poisson-admission row.
+#[derive(Debug, Clone, Copy, Default)]
+struct PoissonRow {
+    keep: f64,
+    kappa: f64,
+}
+
+/// Every active constraint, compiled: linear rows, Bernstein rows and Poisson rows, each
+/// with the kind it reports when it binds.
+#[derive(Debug, Clone, Copy)]
+struct Rows {
+    linear: [Linear; MAX_CONSTRAINTS],
+    linear_kind: [ConstraintKind; MAX_CONSTRAINTS],
+    n_linear: usize,
+    bernstein: [BernsteinRow; MAX_CONSTRAINTS],
+    n_bernstein: usize,
+    poisson: [PoissonRow; MAX_CONSTRAINTS],
+    n_poisson: usize,
+}
+
+impl Rows {
+    fn compile(constraints: &[Constraint], boundary: f64) -> Self {
+        let mut r = Rows {
+            linear: [Linear::default(); MAX_CONSTRAINTS],
+            linear_kind: [ConstraintKind::Expectation; MAX_CONSTRAINTS],
+            n_linear: 0,
+            bernstein: [BernsteinRow::default(); MAX_CONSTRAINTS],
+            n_bernstein: 0,
+            poisson: [PoissonRow::default(); MAX_CONSTRAINTS],
+            n_poisson: 0,
+        };
+        for c in constraints.iter().take(MAX_CONSTRAINTS) {
+            let row = |kg, ks, k0, kp| Linear { kg, ks, k0, kp };
+            let linear = match *c {
+                Constraint::Expectation { decay } => Some(row(1.0 - decay, 0.0, 0.0, 0.0)),
+                Constraint::Chance { kappa, decay } => Some(row(1.0 - decay, -kappa, 0.0, 0.0)),
+                Constraint::Cvar { kappa_eta, rho_requests } => Some(row(1.0, -kappa_eta, rho_requests, 0.0)),
+                Constraint::RateOfClosure { gamma0 } => Some(row(gamma0, 0.0, 0.0, 0.0)),
+                Constraint::SlewRateOfClosure { gamma0, gamma1 } => {
+                    Some(row(gamma0 * gamma1, 0.0, 0.0, 1.0 - gamma0 - gamma1))
+                }
+                // (min(q_I, θQ) − q) = G + (min(q_I, θQ) − θQ).
+                Constraint::BackupSet { depth } => Some(row(1.0, 0.0, depth.min(boundary) - boundary, 0.0)),
+                Constraint::Bernstein { log_inv_eps: l, decay } => {
+                    r.bernstein[r.n_bernstein] = BernsteinRow {
+                        keep: 1.0 - decay,
+                        l,
+                        l3: l * (1.0 / 3.0),
+                        l2: 2.0 * l,
+                        c0: l * l * (1.0 / 9.0),
+                        k: l * l * (10.0 / 9.0),
+                    };
+                    r.n_bernstein += 1;
+                    None
+                }
+                Constraint::PoissonChance { kappa, decay } => {
+                    r.poisson[r.n_poisson] = PoissonRow { keep: 1.0 - decay, kappa };
+                    r.n_poisson += 1;
+                    None
+                }
+            };
+            if let Some(row) = linear {
+                r.linear[r.n_linear] = row;
+                r.linear_kind[r.n_linear] = c.kind();
+                r.n_linear += 1;
+            }
+        }
+        r
+    }
 }
 
 impl Filter {
@@ -78,7 +182,8 @@ impl Filter {
         }
         let mut arr = [Constraint::Expectation { decay: 0.0 }; MAX_CONSTRAINTS];
         arr[..constraints.len()].copy_from_slice(constraints);
-        Ok(Self { barrier, constraints: arr, len: constraints.len(), period: (0.05, 20.0) })
+        let rows = Rows::compile(constraints, barrier.boundary());
+        Ok(Self { barrier, constraints: arr, len: constraints.len(), period: (0.05, 20.0), rows })
     }
 
     /// Tell the filter its usual decision period so a decision at that period needs no
@@ -109,29 +214,77 @@ impl Filter {
 
     /// Replace the depth of the backup-set constraint, if there is one.
     pub fn set_backup_depth(&mut self, depth: f64) {
+        let boundary = self.barrier.boundary();
         for c in self.constraints[..self.len].iter_mut() {
             if let Constraint::BackupSet { depth: d } = c {
                 *d = depth;
             }
         }
+        // Only the backup rows' offsets move: patch them in place.
+        let k0 = depth.min(boundary) - boundary;
+        let rows = &mut self.rows;
+        for i in 0..rows.n_linear.min(MAX_CONSTRAINTS) {
+            if rows.linear_kind[i] == ConstraintKind::BackupSet {
+                rows.linear[i].k0 = k0;
+            }
+        }
     }
 
     /// `U = min_i U_i(x)` and the constraint attaining it. NaN bounds count as infeasible.
+    ///
+    /// Evaluates the compiled rows: the linear ones as one minimum of multiply-adds,
+    /// then the Bernstein and Poisson ones (each one square root). Agrees with
+    /// [`Constraint::upper`] on every finite state to rounding (tested).
     #[inline]
     pub fn upper(&self, x: &FilterState) -> (f64, Option<ConstraintKind>) {
-        let boundary = self.barrier.boundary();
-        let inv_dt = if x.dt == self.period.0 { self.period.1 } else { 1.0 / x.dt };
-        let mut u = f64::INFINITY;
-        let mut which = usize::MAX;
-        for (i, c) in self.constraints[..self.len.min(MAX_CONSTRAINTS)].iter().enumerate() {
-            // f64::max returns the other operand for NaN: NaN bounds become −∞ (infeasible).
-            let ui = c.upper_with(x, boundary, inv_dt).max(f64::NEG_INFINITY);
-            // Branch-free arg-min: which constraint is tightest changes with the state.
-            let better = ui < u;
-            which = if better { i } else { which };
+        let rows = &self.rows;
+        // A period that is not positive makes every bound NaN, so infeasible (and keeps
+        // `1/dt > 0`, which the linear rows' shared scaling needs).
+        let inv_dt = if x.dt == self.period.0 {
+            self.period.1
+        } else if x.dt > 0.0 {
+            1.0 / x.dt
+        } else {
+            f64::NAN
+        };
+        let g = self.barrier.boundary() - x.queue;
+        let p = x.dt * (x.prev_admit + x.prev_drift);
+        // The linear rows' minimum of U·dt + d̄·dt, and which row attains it.
+        let mut v = f64::INFINITY;
+        let mut which = ConstraintKind::Expectation;
+        for i in 0..rows.n_linear.min(MAX_CONSTRAINTS) {
+            let r = rows.linear[i];
+            // f64::max returns the other operand for NaN: NaN rows become −∞ (infeasible).
+            let vi = (r.kg * g + r.ks * x.sigma + (r.kp * p + r.k0)).max(f64::NEG_INFINITY);
+            which = if vi < v { rows.linear_kind[i] } else { which };
+            v = v.min(vi);
+        }
+        let mut u = if rows.n_linear > 0 { (v * inv_dt - x.drift).max(f64::NEG_INFINITY) } else { f64::INFINITY };
+        let drift_dt = x.dt * x.drift;
+        for b in &rows.bernstein[..rows.n_bernstein.min(MAX_CONSTRAINTS)] {
+            let r = b.keep * g - drift_dt - b.l3;
+            let disc = b.l2 * (r + x.var0) + b.k;
+            let c = b.l2 * x.var0 + b.c0;
+            let w = ((r + b.l - disc.max(0.0).sqrt()) * inv_dt).max(f64::NEG_INFINITY);
+            // Feasible iff R ≥ √c; otherwise (or on NaN input) even u = 0 leaves more than
+            // ε of crossing. Selects, so the hot path has no branch.
+            let ui = if r >= 0.0 && r * r >= c { w } else { f64::NEG_INFINITY };
+            which = if ui < u { ConstraintKind::Bernstein } else { which };
             u = u.min(ui);
         }
-        (u, self.constraints.get(which).map(Constraint::kind))
+        for pr in &rows.poisson[..rows.n_poisson.min(MAX_CONSTRAINTS)] {
+            let r = pr.keep * g - drift_dt;
+            let disc = pr.kappa * pr.kappa + 4.0 * (r + x.var0);
+            let z = 0.5 * (disc.max(0.0).sqrt() - pr.kappa);
+            let ui = if disc >= 0.0 && z >= 0.0 {
+                ((z * z - x.var0) * inv_dt).max(f64::NEG_INFINITY)
+            } else {
+                f64::NEG_INFINITY
+            };
+            which = if ui < u { ConstraintKind::PoissonChance } else { which };
+            u = u.min(ui);
+        }
+        (u, if u < f64::INFINITY { Some(which) } else { None })
     }
 
     /// Filter the nominal admitted rate `nominal` under `x`, with `u_max` the most that can be
