@@ -33,3 +33,14 @@ pub mod stats;
 
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};
+
+/// `x.is_finite()`, written so the compiler keeps it a floating-point compare.
+///
+/// LLVM turns `is_finite` (and `x < ∞` next to another test) into an integer
+/// classification of the bits with its own branches: 10–27 instructions per check on the
+/// decision path, measured with callgrind. `|x| ≤ f64::MAX` is the same predicate (false for
+/// NaN and ±∞) in one compare.
+#[inline(always)]
+pub(crate) fn finite(x: f64) -> bool {
+    x.abs() <= f64::MAX
+}

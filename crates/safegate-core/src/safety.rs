@@ -334,11 +334,11 @@ impl<N: Policy> SafetyFilter<N> {
     fn decide_now(&mut self, obs: &Observation) -> Action {
         self.learn_curve(obs);
         let dt = self.cfg.dt;
-        let q = if obs.queue.is_finite() { obs.queue.max(0.0) } else { self.cfg.barrier.boundary() };
+        let q = if crate::finite(obs.queue) { obs.queue.max(0.0) } else { self.cfg.barrier.boundary() };
         let s_hat = self.completed.update(obs.now, obs.completed).max(0.0);
         // The offered and retry rates are estimated only when the actuator does not know
         // them / when retries happen: the common case costs nothing.
-        let lambda = if obs.offered_rate > 0.0 && obs.offered_rate.is_finite() {
+        let lambda = if (obs.offered_rate > 0.0) & (obs.offered_rate <= f64::MAX) {
             obs.offered_rate
         } else {
             self.offered.update(obs.now, obs.offered).max(0.0)
@@ -449,7 +449,7 @@ impl<N: Policy> Policy for SafetyFilter<N> {
             return Action { admit: 0.0, ..self.last_action };
         }
         if obs.now + 1e-9 >= self.next_decision {
-            self.next_decision = if self.next_decision.is_finite() && obs.now < self.next_decision + self.cfg.dt {
+            self.next_decision = if crate::finite(self.next_decision) && obs.now < self.next_decision + self.cfg.dt {
                 self.next_decision + self.cfg.dt
             } else {
                 obs.now + self.cfg.dt

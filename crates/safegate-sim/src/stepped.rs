@@ -101,7 +101,9 @@ fn binomial<R: Rng>(rng: &mut R, n: u32, p: f64) -> u32 {
     if p <= 0.0 {
         return 0;
     }
-    let threshold = (p * 4_294_967_296.0) as u64; // P(u32 < threshold) = p to 2⁻³²
+    // P(u32 < threshold) = p to 2⁻³²; p·2³² < 2⁶³, so the signed conversion (one
+    // instruction; the unsigned one is a dozen on x86-64) is exact.
+    let threshold = (p * 4_294_967_296.0) as i64 as u64;
     let mut k = 0u32;
     let mut left = n;
     while left >= 2 {
@@ -149,7 +151,7 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
     let (mut latency_total, mut wait_total) = (0.0f64, 0.0f64);
 
     for k in 0..steps {
-        let t = k as f64 * dt;
+        let t = k as i64 as f64 * dt;
         if t >= seg_end - 1e-9 {
             let (h0, g, left) = cfg.health.segment(t);
             seg_h = h0;
@@ -230,7 +232,7 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: R
         dropped += incoming - enter;
         q += enter;
 
-        let tk = (k + 1) as f64 * dt;
+        let tk = (k + 1) as i64 as f64 * dt;
         let qf = q as i64 as f64;
         tracker.integral += qf * dt;
         tracker.sample(tk, qf);

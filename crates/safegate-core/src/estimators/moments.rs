@@ -42,7 +42,7 @@ impl WindowedMoments {
     /// Add a sample; non-finite samples are ignored.
     #[inline]
     pub fn push(&mut self, x: f64) {
-        if !x.is_finite() {
+        if !crate::finite(x) {
             return;
         }
         let old = self.buf[self.next];
@@ -124,7 +124,7 @@ impl EwmaRate {
     pub fn update(&mut self, now: f64, count: f64) -> f64 {
         if let Some(t0) = self.last_t {
             let dt = now - t0;
-            if dt > 0.0 && dt.is_finite() && count.is_finite() {
+            if (dt > 0.0) & (dt <= f64::MAX) & crate::finite(count) {
                 // Decision periods recur: reuse the weight when Δt matches to rounding.
                 if !((dt - self.cached.0).abs() <= 1e-9 * dt) {
                     self.cached = (dt, 1.0 - (-dt / self.tau).exp(), 1.0 / dt);
@@ -133,10 +133,10 @@ impl EwmaRate {
                 self.rate += w * ((count - self.last_count) * inv - self.rate);
             }
         }
-        if count.is_finite() {
+        if crate::finite(count) {
             self.last_count = count;
         }
-        if now.is_finite() {
+        if crate::finite(now) {
             self.last_t = Some(now);
         }
         self.rate

@@ -70,6 +70,8 @@ pub struct Filter {
     period: (f64, f64),
     /// The constraints in the form the hot path evaluates (rebuilt whenever they change).
     rows: Rows,
+    /// The depth [`Filter::set_backup_depth`] set last (NaN: none yet).
+    backup_depth: f64,
 }
 
 /// A linear constraint as a row: `U·dt + d̄·dt = kg·G + ks·σ_q + k0 + kp·dt·(u₋ + d̄₋)`.
@@ -183,7 +185,14 @@ impl Filter {
         let mut arr = [Constraint::Expectation { decay: 0.0 }; MAX_CONSTRAINTS];
         arr[..constraints.len()].copy_from_slice(constraints);
         let rows = Rows::compile(constraints, barrier.boundary());
-        Ok(Self { barrier, constraints: arr, len: constraints.len(), period: (0.05, 20.0), rows })
+        Ok(Self {
+            barrier,
+            constraints: arr,
+            len: constraints.len(),
+            period: (0.05, 20.0),
+            rows,
+            backup_depth: f64::NAN,
+        })
     }
 
     /// Tell the filter its usual decision period so a decision at that period needs no
@@ -214,6 +223,11 @@ impl Filter {
 
     /// Replace the depth of the backup-set constraint, if there is one.
     pub fn set_backup_depth(&mut self, depth: f64) {
+        // Called every decision; the depth moves only while retries out-run service.
+        if depth == self.backup_depth {
+            return;
+        }
+        self.backup_depth = depth;
         let boundary = self.barrier.boundary();
         for c in self.constraints[..self.len].iter_mut() {
             if let Constraint::BackupSet { depth: d } = c {
@@ -294,8 +308,9 @@ impl Filter {
     pub fn decide(&self, x: &FilterState, nominal: f64, u_max: f64) -> Decision {
         // Selects rather than early returns: the hot path has no data-dependent branch.
         // f64::max/min return the other operand for NaN, so NaN inputs land on 0.
-        // `&`, not `&&`: two compares and a select, no branch.
-        let u_max = if (u_max > 0.0) & (u_max < f64::INFINITY) { u_max } else { 0.0 };
+        // `&`, not `&&`, and `≤ MAX`, not `< ∞` (see `crate::finite`): two compares and a
+        // select, no branch.
+        let u_max = if (u_max > 0.0) & (u_max <= f64::MAX) { u_max } else { 0.0 };
         let nominal = nominal.max(0.0).min(u_max);
         let (upper, which) = self.upper(x);
         let feasible = upper >= 0.0;
