@@ -262,10 +262,17 @@ impl Filter {
             f64::NAN
         };
         let g = self.barrier.boundary() - x.queue;
+        // The slew term folds `dt` in, so it can overflow where `(u₋ + d̄₋)` alone did not:
+        // a non-finite term is NaN, so infeasible, never `+∞`. (Any non-finite input a row
+        // multiplies makes every linear row infeasible, `0·∞` being NaN: refusing is the safe
+        // reading of a state that has lost its numbers.)
         let p = x.dt * (x.prev_admit + x.prev_drift);
+        let p = if crate::finite(p) { p } else { f64::NAN };
         // The linear rows' minimum of U·dt + d̄·dt, and which row attains it.
         let mut v = f64::INFINITY;
-        let mut which = ConstraintKind::Expectation;
+        // The first row until another is strictly tighter (so a state that makes every row
+        // NaN, hence −∞, still names a constraint the filter has).
+        let mut which = rows.linear_kind[0];
         for i in 0..rows.n_linear.min(MAX_CONSTRAINTS) {
             let r = rows.linear[i];
             // f64::max returns the other operand for NaN: NaN rows become −∞ (infeasible).
@@ -439,6 +446,24 @@ mod tests {
             let twice = f.decide(&x, once.admit_rate, umax);
             prop_assert_eq!(once.admit_rate, twice.admit_rate);
         }
+    }
+
+    /// Found by review: the slew row's folded `dt·(u₋ + d̄₋)` overflowed to `+∞` and admitted
+    /// where the closed form refused; and an all-NaN state named a kind the filter lacks.
+    #[test]
+    fn overflow_and_nan_states_refuse_and_name_their_own_constraint() {
+        let slew = filter(&[Constraint::SlewRateOfClosure { gamma0: 0.01, gamma1: 0.01 }]);
+        let x = FilterState { queue: 100.0, dt: 10.0, drift: 1e308, prev_admit: 1e308, ..Default::default() };
+        let d = slew.decide(&x, 50.0, 100.0);
+        assert!(!d.feasible && d.admit_rate == 0.0, "{d:?}");
+        let backup = filter(&[Constraint::BackupSet { depth: 100.0 }]);
+        let x = FilterState { queue: f64::NEG_INFINITY, dt: 0.05, drift: f64::INFINITY, ..Default::default() };
+        assert_eq!(backup.upper(&x).1, Some(ConstraintKind::BackupSet));
+        let cvar = filter(&[Constraint::Cvar { kappa_eta: 0.0, rho_requests: 0.0 }]);
+        let x = FilterState { queue: f64::NEG_INFINITY, dt: 0.0, ..Default::default() };
+        let d = cvar.decide(&x, 50.0, 100.0);
+        assert!(!d.feasible);
+        assert_eq!(cvar.upper(&x).1, Some(ConstraintKind::Cvar));
     }
 
     #[test]
