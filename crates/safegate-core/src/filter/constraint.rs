@@ -218,16 +218,13 @@ impl Constraint {
 
     /// The upper bound `U(x)` on the admitted rate [req/s]. `−∞` where no rate satisfies the
     /// constraint (and NaN inputs give NaN, which the filter treats as infeasible).
-    #[inline]
+    ///
+    /// This is the reference form, one constraint at a time; [`super::Filter`] evaluates the
+    /// same bounds from rows compiled once, and is tested against this.
     pub fn upper(&self, x: &FilterState, boundary: f64) -> f64 {
-        self.upper_with(x, boundary, 1.0 / x.dt)
-    }
-
-    /// [`Constraint::upper`] with `1/dt` precomputed (the filter shares it across constraints).
-    #[inline]
-    pub fn upper_with(&self, x: &FilterState, boundary: f64, inv_dt: f64) -> f64 {
         let g = boundary - x.queue;
         let dt = x.dt;
+        let inv_dt = 1.0 / dt;
         match *self {
             Constraint::Expectation { decay } => (1.0 - decay) * g * inv_dt - x.drift,
             Constraint::Chance { kappa, decay } => ((1.0 - decay) * g - kappa * x.sigma) * inv_dt - x.drift,
@@ -264,6 +261,12 @@ impl Constraint {
             Constraint::BackupSet { depth } => (depth.min(boundary) - x.queue) * inv_dt - x.drift,
         }
     }
+}
+
+/// `min(q_I, θQ) − θQ`: the backup set's bound `(min(q_I, θQ) − q)` written as `G` plus this
+/// offset, the form of the filter's compiled backup row (built and patched from here).
+pub(crate) fn backup_offset(depth: f64, boundary: f64) -> f64 {
+    depth.min(boundary) - boundary
 }
 
 fn positive(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {

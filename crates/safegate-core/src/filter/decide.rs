@@ -1,7 +1,7 @@
 //! The filter itself: the closed-form projection onto every active constraint.
 
 use super::barrier::Barrier;
-use super::constraint::{Constraint, ConstraintKind, FilterState};
+use super::constraint::{backup_offset, Constraint, ConstraintKind, FilterState};
 
 /// Most constraints one filter holds (no allocation on the hot path).
 pub const MAX_CONSTRAINTS: usize = 8;
@@ -146,8 +146,7 @@ impl Rows {
                 Constraint::SlewRateOfClosure { gamma0, gamma1 } => {
                     Some(row(gamma0 * gamma1, 0.0, 0.0, 1.0 - gamma0 - gamma1))
                 }
-                // (min(q_I, θQ) − q) = G + (min(q_I, θQ) − θQ).
-                Constraint::BackupSet { depth } => Some(row(1.0, 0.0, depth.min(boundary) - boundary, 0.0)),
+                Constraint::BackupSet { depth } => Some(row(1.0, 0.0, backup_offset(depth, boundary), 0.0)),
                 Constraint::Bernstein { log_inv_eps: l, decay } => {
                     r.bernstein[r.n_bernstein] = BernsteinRow {
                         keep: 1.0 - decay,
@@ -228,14 +227,13 @@ impl Filter {
             return;
         }
         self.backup_depth = depth;
-        let boundary = self.barrier.boundary();
         for c in self.constraints[..self.len].iter_mut() {
             if let Constraint::BackupSet { depth: d } = c {
                 *d = depth;
             }
         }
         // Only the backup rows' offsets move: patch them in place.
-        let k0 = depth.min(boundary) - boundary;
+        let k0 = backup_offset(depth, self.barrier.boundary());
         let rows = &mut self.rows;
         for i in 0..rows.n_linear.min(MAX_CONSTRAINTS) {
             if rows.linear_kind[i] == ConstraintKind::BackupSet {
