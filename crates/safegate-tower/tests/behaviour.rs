@@ -41,6 +41,18 @@ impl Policy for Share {
     }
 }
 
+/// Offer one request the inner [`held`] service keeps until its sender, pushed to `hold`,
+/// fires or is dropped.
+async fn offer<S>(svc: &mut S, hold: &mut Vec<oneshot::Sender<()>>) -> std::pin::Pin<Box<S::Future>>
+where
+    S: Service<oneshot::Receiver<()>>,
+    S::Error: std::fmt::Debug,
+{
+    let (tx, rx) = oneshot::channel();
+    hold.push(tx);
+    Box::pin(svc.ready().await.unwrap().call(rx))
+}
+
 /// Poll a future once with a no-op waker.
 fn poll_once<F: Future + Unpin>(f: &mut F) -> Poll<F::Output> {
     struct Noop;
@@ -59,9 +71,7 @@ async fn rejects_over_the_limit_and_readmits_after_completion() {
     let mut senders = Vec::new();
     let mut futs = Vec::new();
     for _ in 0..3 {
-        let (tx, rx) = oneshot::channel();
-        senders.push(tx);
-        futs.push(svc.ready().await.unwrap().call(rx));
+        futs.push(offer(&mut svc, &mut senders).await);
     }
     assert_eq!(layer.snapshot().in_flight, 3);
     let (_tx, rx) = oneshot::channel();
@@ -273,9 +283,7 @@ async fn dry_run_never_rejects() {
     let mut futs = Vec::new();
     for round in 0..3 {
         for _ in 0..20 {
-            let (tx, rx) = oneshot::channel();
-            hold.push(tx);
-            let mut f = Box::pin(svc.ready().await.unwrap().call(rx));
+            let mut f = offer(&mut svc, &mut hold).await;
             assert!(poll_once(&mut f).is_pending(), "round {round}: a dry run must not reject");
             futs.push(f);
         }
@@ -369,9 +377,7 @@ async fn the_filter_rejects_for_the_barrier_and_then_the_backup() {
     let mut reasons = Vec::new();
     for _period in 0..40 {
         for _ in 0..4 {
-            let (tx, rx) = oneshot::channel();
-            hold.push(tx);
-            let mut f = Box::pin(svc.ready().await.unwrap().call(rx));
+            let mut f = offer(&mut svc, &mut hold).await;
             match poll_once(&mut f) {
                 Poll::Pending => futs.push(f),
                 Poll::Ready(Err(e)) => reasons.push(reason(&e)),
