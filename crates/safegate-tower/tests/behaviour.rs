@@ -462,27 +462,24 @@ async fn the_state_lives_as_long_as_a_handle_or_a_request_and_no_longer() {
 /// request and decides on time; a heavy one (10⁶ req/s) times few requests, yet decides.
 #[tokio::test]
 async fn decisions_keep_their_period_at_light_load_and_the_clock_is_read_rarely_at_heavy() {
-    // 100 req/s for 2 s: a request every 10 ms, the period 50 ms → about 40 decisions.
-    let (clock, mock) = quanta::Clock::mock();
-    let layer = AdmissionLayer::builder().controller("static").capacity(1000).clock(clock).build().unwrap();
-    let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
-    for _ in 0..200 {
-        svc.ready().await.unwrap().call(()).await.unwrap();
-        mock.increment(Duration::from_millis(10));
+    // `n` instant requests `gap` apart on a mock clock, through a layer of `capacity`.
+    async fn run(capacity: u32, n: u32, gap: Duration) -> safegate_tower::Snapshot {
+        let (clock, mock) = quanta::Clock::mock();
+        let layer = AdmissionLayer::builder().controller("static").capacity(capacity).clock(clock).build().unwrap();
+        let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
+        for _ in 0..n {
+            svc.ready().await.unwrap().call(()).await.unwrap();
+            mock.increment(gap);
+        }
+        layer.snapshot()
     }
-    let s = layer.snapshot();
+    // 100 req/s for 2 s: a request every 10 ms, the period 50 ms → about 40 decisions.
+    let s = run(1000, 200, Duration::from_millis(10)).await;
     assert!((38..=41).contains(&s.decisions), "{} decisions in 2 s of 50-ms periods", s.decisions);
     assert_eq!(s.timed, 200, "a light load times every request");
 
     // 10⁶ req/s for 0.2 s: 200,000 requests, 4 periods.
-    let (clock, mock) = quanta::Clock::mock();
-    let layer = AdmissionLayer::builder().controller("static").capacity(10_000_000).clock(clock).build().unwrap();
-    let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
-    for _ in 0..200_000 {
-        svc.ready().await.unwrap().call(()).await.unwrap();
-        mock.increment(Duration::from_micros(1));
-    }
-    let s = layer.snapshot();
+    let s = run(10_000_000, 200_000, Duration::from_micros(1)).await;
     assert!((4..=5).contains(&s.decisions), "{} decisions in 0.2 s", s.decisions);
     // At most one in 256 after a ramp of a few hundred requests.
     assert!((700..=1_200).contains(&s.timed), "{} of 200,000 requests timed", s.timed);
