@@ -14,8 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::filter::{BackupPolicy, Barrier, Constraint};
-use crate::safety::SafetyConfig;
+use crate::error::{check, ParseError, RangeError};
+use crate::filter::{Backup, Barrier, Constraint};
+use crate::safety::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
 
 /// `[barrier]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -132,37 +133,6 @@ pub struct RateOfClosureSection {
     pub gamma1: Option<f64>,
 }
 
-/// Backup policy names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
-pub enum BackupName {
-    /// Reject all new work.
-    #[default]
-    RejectAll,
-    /// Reject all; if retries out-run service, also shed retries and cap concurrency.
-    RejectAllShedRetries,
-}
-
-/// `[backup]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct BackupSection {
-    /// The policy ("reject-all").
-    pub policy: BackupName,
-    /// Concurrency cap while escalated (reject-all-shed-retries only).
-    pub concurrency: Option<u32>,
-    /// Horizon of the backup-implicit safe set \[s\] (10).
-    pub horizon: f64,
-    /// Add the backup-set constraint `u ≤ (q_I − q)/dt − d̄` (true).
-    pub constrain: bool,
-}
-
-impl Default for BackupSection {
-    fn default() -> Self {
-        Self { policy: BackupName::RejectAll, concurrency: None, horizon: 10.0, constrain: true }
-    }
-}
-
 /// `[envelope]`: the operating range the boundary is claimed for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -176,29 +146,6 @@ pub struct EnvelopeSection {
 impl Default for EnvelopeSection {
     fn default() -> Self {
         Self { traffic: [40.0, 120.0], health: [0.1, 1.0] }
-    }
-}
-
-/// `[concurrency]`: the filter may also move the pool's concurrency cap (a second input).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct ConcurrencySection {
-    /// Executors in the pool, the cap when the nominal controller sets none (8).
-    pub executors: u32,
-    /// `w` in the filter's objective `(u_nom − u)² + w·(n − n_nom)²` [(req/s)² per
-    /// executor²] (1: moving the cap by k executors costs as much as giving up k req/s).
-    pub weight: f64,
-    /// Samples a service-curve bin needs before it is trusted (40: two seconds at 50 ms).
-    pub min_samples: u64,
-    /// The contention knee `C` of the declared curve shape `n·min(1, (C/n)²)`, used for
-    /// caps not yet learned (none: learned caps only).
-    pub knee: Option<f64>,
-}
-
-impl Default for ConcurrencySection {
-    fn default() -> Self {
-        let d = crate::safety::ConcurrencyInput::default();
-        Self { executors: d.executors, weight: d.weight, min_samples: d.min_samples, knee: d.knee }
     }
 }
 
@@ -240,36 +187,13 @@ pub struct Boundary {
     /// `[rate_of_closure]` (optional).
     pub rate_of_closure: Option<RateOfClosureSection>,
     /// `[backup]`.
-    pub backup: BackupSection,
+    pub backup: Backup,
     /// `[envelope]`.
     pub envelope: EnvelopeSection,
     /// `[concurrency]` (optional): the cap as the filter's second input.
-    pub concurrency: Option<ConcurrencySection>,
+    pub concurrency: Option<ConcurrencyInput>,
     /// `[decision]`.
     pub decision: DecisionSection,
-}
-
-/// A value of a boundary file out of range.
-#[derive(Debug, Clone, PartialEq)]
-pub struct BoundaryError {
-    /// Dotted path (`probability.epsilon`).
-    pub field: String,
-    /// The value, as text.
-    pub value: String,
-    /// The allowed range.
-    pub allowed: String,
-}
-
-impl std::fmt::Display for BoundaryError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} = {} is out of range: allowed {}", self.field, self.value, self.allowed)
-    }
-}
-
-impl std::error::Error for BoundaryError {}
-
-fn err(field: &str, value: impl std::fmt::Display, allowed: &str) -> BoundaryError {
-    BoundaryError { field: field.into(), value: value.to_string(), allowed: allowed.into() }
 }
 
 impl Boundary {
@@ -283,163 +207,128 @@ impl Boundary {
         (self.probability.horizon / self.decision.period).round() as u64
     }
 
+    /// Parse a boundary from TOML text, with `key.path = value` overrides (see
+    /// [`crate::config_file::parse`]). Unknown keys and wrong types name their path; values
+    /// are range-checked by [`Boundary::validate`].
+    pub fn from_toml(text: &str, overrides: &[(String, String)]) -> Result<Self, ParseError> {
+        crate::config_file::parse(text, overrides)
+    }
+
     /// Check every value (`capacity` is the system's queue capacity, used when the file has
-    /// none).
-    pub fn validate(&self, capacity: f64) -> Result<(), BoundaryError> {
+    /// none). The error names the field by its dotted path.
+    pub fn validate(&self, capacity: f64) -> Result<(), RangeError> {
         let b = &self.barrier;
         if b.signal != "queue" {
-            return Err(err("barrier.signal", format!("{:?}", b.signal), "\"queue\""));
+            return Err(RangeError::new("barrier.signal", format!("{:?}", b.signal), "\"queue\""));
         }
-        if !(b.threshold > 0.0 && b.threshold < 1.0) {
-            return Err(err("barrier.threshold", b.threshold, "(0, 1)"));
-        }
-        let q = b.capacity.unwrap_or(capacity);
-        if !(q > 0.0 && q.is_finite()) {
-            return Err(err("barrier.capacity", q, "(0, ∞)"));
-        }
+        check::threshold("barrier.threshold", b.threshold)?;
+        check::capacity("barrier.capacity", b.capacity.unwrap_or(capacity))?;
         let p = &self.probability;
-        if !(p.epsilon > 0.0 && p.epsilon < 1.0) {
-            return Err(err("probability.epsilon", p.epsilon, "(0, 1)"));
-        }
-        if !(p.horizon > 0.0 && p.horizon.is_finite()) {
-            return Err(err("probability.horizon", p.horizon, "(0, ∞) seconds"));
-        }
-        if !(0.0..1.0).contains(&p.decay) {
-            return Err(err("probability.decay", p.decay, "[0, 1)"));
-        }
+        check::probability("probability.epsilon", p.epsilon)?;
+        check::positive("probability.horizon", p.horizon)?;
+        check::decay("probability.decay", p.decay)?;
         if let Some(m) = &self.magnitude {
-            if !(m.eta > 0.0 && m.eta < 1.0) {
-                return Err(err("magnitude.eta", m.eta, "(0, 1)"));
-            }
-            if !(m.rho >= 0.0 && m.rho.is_finite()) {
-                return Err(err("magnitude.rho", m.rho, "[0, ∞) (barrier units: 0.1 = 10 % of capacity)"));
-            }
-        }
-        let d = &self.disturbance;
-        if !(d.window > 0.0 && d.window.is_finite()) {
-            return Err(err("disturbance.window", d.window, "(0, ∞) seconds"));
-        }
-        if let Some(e) = &self.expectation {
-            if !(e.tau > 0.0 && e.tau.is_finite()) {
-                return Err(err("expectation.tau", e.tau, "(0, ∞) seconds"));
-            }
-        }
-        if let Some(r) = &self.rate_of_closure {
-            if !(r.gamma0 > 0.0 && r.gamma0 <= 1.0) {
-                return Err(err("rate_of_closure.gamma0", r.gamma0, "(0, 1]"));
-            }
-            if let Some(g1) = r.gamma1 {
-                if !(g1 > 0.0 && g1 <= 1.0) {
-                    return Err(err("rate_of_closure.gamma1", g1, "(0, 1]"));
-                }
-            }
-        }
-        let bk = &self.backup;
-        if !(bk.horizon >= 0.0 && bk.horizon.is_finite()) {
-            return Err(err("backup.horizon", bk.horizon, "[0, ∞) seconds"));
-        }
-        if bk.concurrency == Some(0) {
-            return Err(err("backup.concurrency", 0, "an integer ≥ 1"));
-        }
-        if bk.concurrency.is_some() && bk.policy != BackupName::RejectAllShedRetries {
-            return Err(err(
-                "backup.concurrency",
-                bk.concurrency.unwrap_or(0),
-                "only with policy = \"reject-all-shed-retries\"",
-            ));
-        }
-        let e = &self.envelope;
-        if !(e.traffic[0] >= 0.0 && e.traffic[0] <= e.traffic[1] && e.traffic[1].is_finite()) {
-            return Err(err("envelope.traffic", format!("{:?}", e.traffic), "[low, high] with 0 ≤ low ≤ high"));
-        }
-        if !(e.health[0] >= 0.0 && e.health[0] <= e.health[1] && e.health[1] <= 1.0) {
-            return Err(err("envelope.health", format!("{:?}", e.health), "[low, high] within [0, 1]"));
-        }
-        if let Some(c) = &self.concurrency {
-            if !(1..=1_000_000).contains(&c.executors) {
-                return Err(err("concurrency.executors", c.executors, "an integer in [1, 1000000]"));
-            }
-            if !(c.weight >= 0.0 && c.weight.is_finite()) {
-                return Err(err("concurrency.weight", c.weight, "[0, ∞)"));
-            }
-            if let Some(k) = c.knee {
-                if !(k > 0.0 && k.is_finite()) {
-                    return Err(err("concurrency.knee", k, "(0, ∞)"));
-                }
-            }
-            if c.min_samples == 0 {
-                return Err(err("concurrency.min_samples", c.min_samples, "1 or more"));
-            }
+            check::probability("magnitude.eta", m.eta)?;
+            check::within("magnitude.rho", m.rho, 0.0, f64::MAX, "[0, ∞) (barrier units: 0.1 = 10 % of capacity)")?;
         }
         let dc = &self.decision;
-        if !(dc.period > 0.0 && dc.period <= p.horizon) {
-            return Err(err("decision.period", dc.period, "(0, probability.horizon]"));
+        check::within(
+            "decision.period",
+            dc.period,
+            MIN_PERIOD,
+            MAX_PERIOD.min(p.horizon),
+            "[1e-4, min(3600, probability.horizon)] seconds",
+        )?;
+        check::positive("decision.rate_tau", dc.rate_tau)?;
+        let d = &self.disturbance;
+        check::positive("disturbance.window", d.window)?;
+        if d.window / dc.period > MAX_WINDOW as f64 {
+            return Err(RangeError::new(
+                "disturbance.window",
+                d.window,
+                format!(
+                    "at most {MAX_WINDOW} decision periods (≤ {} s at decision.period = {})",
+                    MAX_WINDOW as f64 * dc.period,
+                    dc.period
+                ),
+            ));
         }
-        if !(dc.rate_tau > 0.0 && dc.rate_tau.is_finite()) {
-            return Err(err("decision.rate_tau", dc.rate_tau, "(0, ∞) seconds"));
+        if let Some(e) = &self.expectation {
+            check::positive("expectation.tau", e.tau)?;
+        }
+        if let Some(r) = &self.rate_of_closure {
+            check::gain("rate_of_closure.gamma0", r.gamma0)?;
+            if let Some(g1) = r.gamma1 {
+                check::gain("rate_of_closure.gamma1", g1)?;
+            }
+        }
+        self.backup.check().map_err(|e| e.at("backup"))?;
+        let e = &self.envelope;
+        if !(e.traffic[0] >= 0.0 && e.traffic[0] <= e.traffic[1] && e.traffic[1].is_finite()) {
+            return Err(RangeError::new(
+                "envelope.traffic",
+                format!("{:?}", e.traffic),
+                "[low, high] with 0 ≤ low ≤ high",
+            ));
+        }
+        if !(e.health[0] >= 0.0 && e.health[0] <= e.health[1] && e.health[1] <= 1.0) {
+            return Err(RangeError::new("envelope.health", format!("{:?}", e.health), "[low, high] within [0, 1]"));
+        }
+        if let Some(c) = &self.concurrency {
+            c.check().map_err(|e| e.at("concurrency"))?;
         }
         Ok(())
     }
 
     /// Validate and build the filter's configuration for a queue of `capacity`.
-    pub fn safety_config(&self, capacity: f64) -> Result<SafetyConfig, BoundaryError> {
+    pub fn safety_config(&self, capacity: f64) -> Result<SafetyConfig, RangeError> {
         self.validate(capacity)?;
         let q = self.barrier.capacity.unwrap_or(capacity);
-        let barrier =
-            Barrier::new(self.barrier.threshold, q).map_err(|e| err("barrier.threshold", e.value, e.allowed))?;
+        let barrier = Barrier::new(self.barrier.threshold, q).map_err(|e| e.at("barrier"))?;
         let eps = self.step_epsilon();
         let decay = self.probability.decay;
         let dt = self.decision.period;
-        let conv = |e: crate::ConfigError| err(&format!("probability.{}", e.field), e.value, e.allowed);
+        let at = |prefix: &'static str| move |e: RangeError| e.at(prefix);
         let mut constraints = vec![match self.disturbance.model {
-            DisturbanceModel::Bernstein => Constraint::bernstein(eps, decay).map_err(conv)?,
-            DisturbanceModel::Gaussian => Constraint::gaussian(eps, decay).map_err(conv)?,
-            DisturbanceModel::Cantelli => Constraint::cantelli(eps, decay).map_err(conv)?,
-            DisturbanceModel::Poisson => Constraint::poisson(eps, decay).map_err(conv)?,
-        }];
+            DisturbanceModel::Bernstein => Constraint::bernstein(eps, decay),
+            DisturbanceModel::Gaussian => Constraint::gaussian(eps, decay),
+            DisturbanceModel::Cantelli => Constraint::cantelli(eps, decay),
+            DisturbanceModel::Poisson => Constraint::poisson(eps, decay),
+        }
+        .map_err(at("probability"))?];
         if let Some(m) = &self.magnitude {
-            let conv = |e: crate::ConfigError| err(&format!("magnitude.{}", e.field), e.value, e.allowed);
-            constraints.push(match m.model {
-                CvarModel::WorstCase => Constraint::cvar_worst_case(m.eta, m.rho, q).map_err(conv)?,
-                CvarModel::Gaussian => Constraint::cvar_gaussian(m.eta, m.rho, q).map_err(conv)?,
-            });
+            constraints.push(
+                match m.model {
+                    CvarModel::WorstCase => Constraint::cvar_worst_case(m.eta, m.rho, q),
+                    CvarModel::Gaussian => Constraint::cvar_gaussian(m.eta, m.rho, q),
+                }
+                .map_err(at("magnitude"))?,
+            );
         }
         if let Some(e) = &self.expectation {
-            constraints
-                .push(Constraint::expectation(e.tau, dt).map_err(|x| err("expectation.tau", x.value, x.allowed))?);
+            constraints.push(Constraint::expectation(e.tau, dt).map_err(at("expectation"))?);
         }
         if let Some(r) = &self.rate_of_closure {
             let c = match r.gamma1 {
                 Some(g1) => Constraint::slew_rate_of_closure(r.gamma0, g1),
                 None => Constraint::rate_of_closure(r.gamma0),
             };
-            constraints.push(c.map_err(|x| err(&format!("rate_of_closure.{}", x.field), x.value, x.allowed))?);
+            constraints.push(c.map_err(at("rate_of_closure"))?);
         }
         if self.backup.constrain {
             constraints.push(Constraint::BackupSet { depth: barrier.boundary() });
         }
-        let backup = match self.backup.policy {
-            BackupName::RejectAll => BackupPolicy::RejectAll,
-            BackupName::RejectAllShedRetries => {
-                BackupPolicy::RejectAllShedRetries { concurrency: self.backup.concurrency }
-            }
-        };
-        Ok(SafetyConfig {
+        let cfg = SafetyConfig {
             barrier,
             constraints,
             dt,
             window: ((self.disturbance.window / dt).round() as usize).max(2),
             rate_tau: self.decision.rate_tau,
-            backup,
-            backup_horizon: self.backup.horizon,
-            concurrency: self.concurrency.as_ref().map(|c| crate::safety::ConcurrencyInput {
-                executors: c.executors,
-                weight: c.weight,
-                min_samples: c.min_samples,
-                knee: c.knee,
-                ..crate::safety::ConcurrencyInput::default()
-            }),
-        })
+            backup: self.backup,
+            concurrency: self.concurrency,
+        };
+        cfg.check()?;
+        Ok(cfg)
     }
 }
 
@@ -477,7 +366,7 @@ mod tests {
         b.envelope.health = [0.5, 0.2];
         assert_eq!(b.validate(200.0).unwrap_err().field, "envelope.health");
         let mut b = Boundary::default();
-        b.backup.concurrency = Some(4);
+        b.backup.policy = crate::filter::BackupPolicy::RejectAllShedRetries { concurrency: Some(0) };
         assert_eq!(b.validate(200.0).unwrap_err().field, "backup.concurrency");
         let mut b = Boundary::default();
         b.barrier.signal = "latency".into();

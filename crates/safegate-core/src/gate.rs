@@ -13,9 +13,11 @@
 
 use std::fmt;
 
+use crate::error::{check, RangeError};
 use crate::policy::{Action, Observation, Policy};
 
-/// A configuration value outside its allowed range.
+/// A controller constant outside its allowed range (the controllers' own; everything else
+/// uses [`crate::error::RangeError`], which this converts into).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigError {
     /// The field's name, as in the configuration (`"threshold"`).
@@ -33,6 +35,12 @@ impl fmt::Display for ConfigError {
 }
 
 impl std::error::Error for ConfigError {}
+
+impl From<ConfigError> for crate::error::RangeError {
+    fn from(e: ConfigError) -> Self {
+        crate::error::RangeError::new(e.field, e.value, e.allowed)
+    }
+}
 
 /// The seed's gate: reject `sens · clamp((q/cap − θ)/(1 − θ), 0, 1)` of arrivals.
 ///
@@ -58,14 +66,11 @@ pub struct SeedGate {
 }
 
 impl SeedGate {
-    /// A gate with Rejection Threshold θ ∈ [0, 1) and Rejection Sensitivity ∈ [0, 1].
-    pub fn new(threshold: f64, sensitivity: f64) -> Result<Self, ConfigError> {
-        if !(0.0..1.0).contains(&threshold) {
-            return Err(ConfigError { field: "threshold", value: threshold, allowed: "[0, 1)" });
-        }
-        if !(0.0..=1.0).contains(&sensitivity) {
-            return Err(ConfigError { field: "sensitivity", value: sensitivity, allowed: "[0, 1]" });
-        }
+    /// A gate with Rejection Threshold θ ∈ (0, 1) (the range of every θ,
+    /// [`check::threshold`]) and Rejection Sensitivity ∈ [0, 1].
+    pub fn new(threshold: f64, sensitivity: f64) -> Result<Self, RangeError> {
+        let threshold = check::threshold("threshold", threshold)?;
+        let sensitivity = check::unit("sensitivity", sensitivity)?;
         Ok(Self { threshold, sensitivity, inv_span: 1.0 / (1.0 - threshold) })
     }
 
@@ -134,11 +139,13 @@ mod tests {
         assert_eq!(e.field, "sensitivity");
         assert!(e.to_string().contains("[0, 1]"));
         assert!(SeedGate::new(f64::NAN, 1.0).is_err());
+        // θ has one range everywhere: (0, 1).
+        assert_eq!(SeedGate::new(0.0, 1.0).unwrap_err().allowed, "(0, 1)");
     }
 
     proptest! {
         #[test]
-        fn admit_is_always_a_fraction(q in proptest::num::f64::ANY, th in 0.0f64..0.999, s in 0.0f64..=1.0) {
+        fn admit_is_always_a_fraction(q in proptest::num::f64::ANY, th in 0.001f64..0.999, s in 0.0f64..=1.0) {
             let mut g = SeedGate::new(th, s).unwrap();
             let a = g.decide(&Observation::new(0.0, q, 200.0)).admit;
             prop_assert!((0.0..=1.0).contains(&a));

@@ -20,8 +20,10 @@
 //! ```
 
 pub mod boundary;
+pub mod config_file;
 pub mod controllers;
 pub mod cycle;
+pub mod error;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
@@ -31,6 +33,7 @@ pub mod quantile;
 pub mod safety;
 pub mod stats;
 
+pub use error::RangeError;
 pub use gate::{ConfigError, Open, SeedGate};
 pub use policy::{Action, Observation, Policy};
 

@@ -77,9 +77,105 @@ pub fn empirical_cvar(losses: &mut [f64], eta: f64) -> f64 {
     losses[..k].iter().sum::<f64>() / k as f64
 }
 
+/// An exit frequency with its 99 % Clopper–Pearson interval.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Frequency {
+    /// Point estimate (0 with no trials).
+    pub estimate: f64,
+    /// 99 % Clopper–Pearson lower limit.
+    pub ci_low: f64,
+    /// 99 % Clopper–Pearson upper limit.
+    pub ci_high: f64,
+    /// Trajectories.
+    pub trials: u64,
+    /// Trajectories that left the safe set.
+    pub exits: u64,
+}
+
+impl Frequency {
+    /// `exits` of `trials` with the 99 % Clopper–Pearson interval (estimate 0 for no trials).
+    pub fn from_counts(exits: u64, trials: u64) -> Self {
+        let (ci_low, ci_high) = clopper_pearson(exits, trials, 0.01);
+        let estimate = if trials > 0 { exits as f64 / trials as f64 } else { 0.0 };
+        Self { estimate, ci_low, ci_high, trials, exits }
+    }
+
+    /// What this frequency shows about a tolerated probability `eps` (see [`Verdict`]).
+    pub fn verdict(&self, eps: f64) -> Verdict {
+        Verdict::of(self, eps)
+    }
+}
+
+/// What a measured exit frequency shows about ε: the one verdict every command gives
+/// (`verify`, `compare`, and what builds on them), whether the arm is filtered or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    /// The 99 % upper limit is at most ε: the frequency is shown to hold ε.
+    Holds,
+    /// The 99 % lower limit is above ε: the frequency is shown to exceed ε.
+    Violates,
+    /// The interval straddles ε (too few trials to tell, or a frequency at ε), or there
+    /// were no trials or ε is not a probability: nothing is shown.
+    NotEstablished,
+}
+
+impl Verdict {
+    /// The verdict of `f` against `eps`. With no trials, or an ε outside (0, 1), nothing
+    /// is shown — never a verdict on zero evidence.
+    pub fn of(f: &Frequency, eps: f64) -> Self {
+        if f.trials == 0 || !(eps > 0.0 && eps < 1.0) {
+            Verdict::NotEstablished
+        } else if f.ci_high <= eps {
+            Verdict::Holds
+        } else if f.ci_low > eps {
+            Verdict::Violates
+        } else {
+            Verdict::NotEstablished
+        }
+    }
+
+    /// `holds ε`, `violates ε`, `not established`.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Verdict::Holds => "holds ε",
+            Verdict::Violates => "violates ε",
+            Verdict::NotEstablished => "not established",
+        }
+    }
+}
+
+/// The fewest trials whose 99 % Clopper–Pearson upper limit with no exit is ≤ `eps`
+/// (`1 − 0.005^{1/n} ≤ ε`); 0 for an ε outside (0, 1).
+pub fn trials_to_show(eps: f64) -> u64 {
+    if !(eps > 0.0 && eps < 1.0) {
+        return 0;
+    }
+    let n = (0.005f64.ln() / (1.0 - eps).ln()).ceil() as u64;
+    // The closed form and the interval code agree; step past any rounding at the edge.
+    (n.saturating_sub(2)..n + 3).find(|&k| Frequency::from_counts(0, k).ci_high <= eps).unwrap_or(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_verdict_for_every_arm() {
+        let eps = 0.01;
+        // 0 of 600: the upper limit is under ε.
+        assert_eq!(Frequency::from_counts(0, 600).verdict(eps), Verdict::Holds);
+        // 0 of 100: within ε, but not shown.
+        assert_eq!(Frequency::from_counts(0, 100).verdict(eps), Verdict::NotEstablished);
+        // 5 of 100: the lower limit (≈ 0.011) is above ε.
+        assert_eq!(Frequency::from_counts(5, 100).verdict(eps), Verdict::Violates);
+        // 2 of 100: above ε as an estimate, but the interval straddles it. (verify used to
+        // call this violating for an unfiltered arm; compare did not.)
+        assert_eq!(Frequency::from_counts(2, 100).verdict(eps), Verdict::NotEstablished);
+        // No evidence, no verdict.
+        assert_eq!(Frequency::from_counts(0, 0).verdict(eps), Verdict::NotEstablished);
+        assert_eq!(Frequency::from_counts(0, 600).verdict(f64::NAN), Verdict::NotEstablished);
+    }
 
     #[test]
     fn clopper_pearson_known_values() {

@@ -18,12 +18,13 @@ fn fluid(c: &mut Criterion) {
     g.bench_function("band-80 gate on, steps", |b| {
         b.iter(|| {
             run_fluid(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default())
+                .unwrap()
                 .summary
                 .backlog_time
         })
     });
     g.bench_function("band-80 gate off, steps", |b| {
-        b.iter(|| run_fluid(black_box(&cfg), &mut Open, RunOptions::default()).summary.backlog_time)
+        b.iter(|| run_fluid(black_box(&cfg), &mut Open, RunOptions::default()).unwrap().summary.backlog_time)
     });
     g.finish();
 }
@@ -31,13 +32,17 @@ fn fluid(c: &mut Criterion) {
 fn stochastic(c: &mut Criterion) {
     // Same scenario, stochastic, 20,000 s: about 3.1 million arrivals and completions.
     let cfg = Config { duration: 20_000.0, ..Config::default() };
-    let events = run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).summary.events;
+    let events =
+        run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).unwrap().summary.events;
     let mut g = c.benchmark_group("stochastic");
     g.throughput(Throughput::Elements(events));
     g.sample_size(10);
     g.bench_function("band-80 gate on, events", |b| {
         b.iter(|| {
-            run_stochastic(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).summary.events
+            run_stochastic(black_box(&cfg), &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default())
+                .unwrap()
+                .summary
+                .events
         })
     });
     g.finish();
@@ -59,14 +64,14 @@ fn stepped(c: &mut Criterion) {
     g.bench_function("band-80 open, trajectory-steps", |b| {
         b.iter(|| {
             seed += 1;
-            run_stepped(&Config { seed, ..cfg.clone() }, &mut Open, RunOptions::default()).summary.queue_max
+            run_stepped(&Config { seed, ..cfg.clone() }, &mut Open, RunOptions::default()).unwrap().summary.queue_max
         })
     });
     g.bench_function("band-80 filtered (seed-80), trajectory-steps", |b| {
         b.iter(|| {
             seed += 1;
             let mut f = SafetyFilter::new(safety.clone(), Open).unwrap();
-            run_stepped(&Config { seed, ..cfg.clone() }, &mut f, RunOptions::default()).summary.queue_max
+            run_stepped(&Config { seed, ..cfg.clone() }, &mut f, RunOptions::default()).unwrap().summary.queue_max
         })
     });
     g.finish();

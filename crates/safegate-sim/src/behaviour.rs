@@ -41,7 +41,43 @@ pub enum Retries {
     },
 }
 
+impl std::fmt::Display for Retries {
+    /// `off`, `constant 10 % through the gate`, `up to 40 % as health falls, around the gate`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = |p: RetryPath| match p {
+            RetryPath::Gate => "through the gate",
+            RetryPath::Direct => "around the gate",
+        };
+        match *self {
+            Retries::Off => f.write_str("off"),
+            Retries::Constant { probability, path: p } => {
+                write!(f, "constant {} % of completions, {}", probability * 100.0, path(p))
+            }
+            Retries::Health { probability, path: p } => {
+                write!(f, "up to {} % of completions as health falls, {}", probability * 100.0, path(p))
+            }
+        }
+    }
+}
+
 impl Retries {
+    /// Check the probability; named as in a scenario's `[retries]`.
+    pub fn check(&self) -> Result<(), safegate_core::RangeError> {
+        match *self {
+            Retries::Off => Ok(()),
+            Retries::Constant { probability, .. } => safegate_core::error::check::within(
+                "retries.probability",
+                probability,
+                0.0,
+                1.0 - f64::EPSILON,
+                "[0, 1) for a constant rule (1 never clears)",
+            )
+            .map(drop),
+            Retries::Health { probability, .. } => {
+                safegate_core::error::check::unit("retries.probability", probability).map(drop)
+            }
+        }
+    }
     /// Probability that a completion at health `h` fails and re-enters.
     #[inline]
     pub fn probability(&self, h: f64) -> f64 {
@@ -88,6 +124,24 @@ pub enum ServiceLaw {
 }
 
 impl ServiceLaw {
+    /// Check the law's parameter; named as in a scenario's `[service]`.
+    pub fn check(&self) -> Result<(), safegate_core::RangeError> {
+        use safegate_core::error::check;
+        match *self {
+            ServiceLaw::Exponential => Ok(()),
+            ServiceLaw::Pareto { shape } => {
+                if shape > 1.0 && shape <= 100.0 {
+                    Ok(())
+                } else {
+                    Err(safegate_core::RangeError::new("service.shape", shape, "(1, 100] (the mean must be finite)"))
+                }
+            }
+            ServiceLaw::Lognormal { sigma } => {
+                check::within("service.sigma", sigma, f64::MIN_POSITIVE, 5.0, "(0, 5]").map(drop)
+            }
+        }
+    }
+
     /// One draw of work (mean 1).
     #[inline]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> f64 {

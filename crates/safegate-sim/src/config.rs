@@ -1,5 +1,6 @@
 //! A resolved, validated simulation: everything a run needs, no defaults left to fill.
 
+use safegate_core::error::{check, RangeError};
 use serde::Serialize;
 
 use crate::behaviour::{Retries, ServiceLaw};
@@ -78,71 +79,48 @@ impl Config {
     }
 }
 
-/// A value a run cannot use.
-#[derive(Debug, Clone, PartialEq, Serialize, thiserror::Error)]
-#[error("{field} = {value} is out of range: allowed {allowed}")]
-pub struct InvalidConfig {
-    /// The field, as a dotted path (`run.dt`).
-    pub field: String,
-    /// The offending value, as text.
-    pub value: String,
-    /// The allowed range, in words.
-    pub allowed: String,
-}
-
 impl Config {
     /// Number of fluid steps (`round(duration / dt)`).
     pub fn steps(&self) -> u64 {
         (self.duration / self.dt).round() as u64
     }
 
-    /// Check the ranges a run relies on (a [`crate::Scenario`] does this with file paths).
-    pub fn check(&self) -> Result<(), InvalidConfig> {
-        let bad = |field: &str, value: f64, allowed: &str| {
-            Err(InvalidConfig { field: field.into(), value: value.to_string(), allowed: allowed.into() })
-        };
+    /// Check the ranges a run relies on; the error names the field by its scenario path
+    /// (`run.dt`). Every `run_*` calls this first. [`crate::Scenario::config`] checks the
+    /// same ranges (it calls this) and a few more of the file's own.
+    pub fn check(&self) -> Result<(), RangeError> {
         let p = &self.pool;
-        if p.executors == 0 {
-            return bad("model.executors", 0.0, "an integer ≥ 1");
+        if !(1..=1_000_000).contains(&p.executors) {
+            return Err(RangeError::new("model.executors", p.executors, "an integer in [1, 1000000]"));
         }
-        if !(p.comfortable > 0.0 && p.comfortable.is_finite()) {
-            return bad("model.comfortable", p.comfortable, "(0, ∞)");
-        }
-        if !(p.rate > 0.0 && p.rate.is_finite()) {
-            return bad("model.rate", p.rate, "(0, ∞)");
-        }
-        if !(p.capacity >= 1.0 && p.capacity.is_finite()) {
-            return bad("model.capacity", p.capacity, "[1, ∞)");
-        }
-        if !(self.traffic >= 0.0 && self.traffic.is_finite()) {
-            return bad("traffic.rate", self.traffic, "[0, ∞)");
-        }
+        check::positive("model.comfortable", p.comfortable)?;
+        check::positive("model.rate", p.rate)?;
+        check::capacity("model.capacity", p.capacity)?;
+        check::non_negative("traffic.rate", self.traffic)?;
         if let Some(sp) = self.spike {
-            if !(sp.rate >= 0.0 && sp.rate.is_finite()) {
-                return bad("traffic.spike.rate", sp.rate, "[0, ∞)");
-            }
-            if !(sp.start >= 0.0 && sp.start.is_finite()) {
-                return bad("traffic.spike.start", sp.start, "[0, ∞)");
-            }
-            if !(sp.duration > 0.0 && sp.duration.is_finite()) {
-                return bad("traffic.spike.duration", sp.duration, "(0, ∞)");
-            }
+            check::non_negative("traffic.spike.start", sp.start)?;
+            check::positive("traffic.spike.duration", sp.duration)?;
+            check::non_negative("traffic.spike.rate", sp.rate)?;
         }
-        if !(self.duration > 0.0 && self.duration.is_finite()) {
-            return bad("run.duration", self.duration, "(0, ∞)");
-        }
+        check::within("run.duration", self.duration, f64::MIN_POSITIVE, 1e9, "(0, 1e9] seconds")?;
         if !(self.dt > 0.0 && self.dt <= self.duration) {
-            return bad("run.dt", self.dt, "(0, duration]");
+            return Err(RangeError::new("run.dt", self.dt, format!("(0, run.duration = {}]", self.duration)));
         }
-        if !(0.0..=p.capacity).contains(&self.initial_queue) {
-            return bad("run.initial_queue", self.initial_queue, "[0, capacity]");
+        if self.duration / self.dt > 1e11 {
+            return Err(RangeError::new("run.dt", self.dt, "at least run.duration / 1e11 (too many steps)"));
         }
-        if !(self.warmup >= 0.0 && self.warmup.is_finite()) {
-            return bad("run.warmup", self.warmup, "[0, ∞)");
+        if !(self.initial_queue >= 0.0 && self.initial_queue <= p.capacity) {
+            return Err(RangeError::new(
+                "run.initial_queue",
+                self.initial_queue,
+                format!("[0, model.capacity = {}]", p.capacity),
+            ));
         }
-        if !(self.drain_level >= 0.0 && self.drain_level.is_finite()) {
-            return bad("run.drain_level", self.drain_level, "[0, ∞)");
-        }
+        check::non_negative("run.warmup", self.warmup)?;
+        check::non_negative("run.drain_level", self.drain_level)?;
+        self.health.check()?;
+        self.retries.check()?;
+        self.service.check()?;
         Ok(())
     }
 }
@@ -151,11 +129,29 @@ impl Config {
 mod tests {
     use super::*;
 
+    /// `run_fluid` with `dt = 0` used to loop for ever (nothing called `check`); every
+    /// simulator now refuses a configuration that fails it, at once.
+    #[test]
+    fn every_simulator_refuses_what_check_refuses() {
+        let bad = Config { dt: 0.0, ..Config::default() };
+        let mut open = safegate_core::Open;
+        let opts = crate::RunOptions::default;
+        assert_eq!(crate::run_fluid(&bad, &mut open, opts()).unwrap_err().field, "run.dt");
+        assert_eq!(crate::run_stochastic(&bad, &mut open, opts()).unwrap_err().field, "run.dt");
+        assert_eq!(crate::run_stepped(&bad, &mut open, opts()).unwrap_err().field, "run.dt");
+        for mode in [crate::Mode::Fluid, crate::Mode::Stochastic, crate::Mode::Stepped] {
+            assert!(crate::run(mode, &bad, &mut open, opts()).is_err());
+        }
+    }
+
     #[test]
     fn check_accepts_the_default_and_names_a_bad_field() {
         assert!(Config::default().check().is_ok());
         let e = Config { dt: 0.0, ..Config::default() }.check().unwrap_err();
         assert_eq!(e.field, "run.dt");
+        // One capacity range everywhere: [1, 1e8], as in scenario files.
+        let big = Config { pool: crate::Pool { capacity: 1e9, ..crate::Pool::default() }, ..Config::default() };
+        assert_eq!(big.check().unwrap_err().allowed, "[1, 1e8] requests");
         let e = Config { initial_queue: 500.0, ..Config::default() }.check().unwrap_err();
         assert_eq!(e.field, "run.initial_queue");
         assert!(e.to_string().contains("[0, capacity]"));

@@ -32,11 +32,23 @@ use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 ///     health: HealthTrack::new(HealthSchedule::Dip { shape: DipShape::default(), start: 20.0 }),
 ///     ..Config::default()
 /// };
-/// let out = run_fluid(&cfg, &mut Open, RunOptions::default());
+/// let out = run_fluid(&cfg, &mut Open, RunOptions::default()).unwrap();
+/// // A configuration a run cannot use is refused, not run.
+/// assert!(run_fluid(&Config { dt: 0.0, ..cfg }, &mut Open, RunOptions::default()).is_err());
 /// let delay = out.summary.recovery_after_dip.unwrap();
 /// assert!((delay - 9.0).abs() < 0.05);
 /// ```
-pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+pub fn run_fluid<P: Policy + ?Sized>(
+    cfg: &Config,
+    policy: &mut P,
+    opts: RunOptions<'_>,
+) -> Result<Outcome, safegate_core::RangeError> {
+    cfg.check()?;
+    Ok(simulate(cfg, policy, opts))
+}
+
+/// [`run_fluid`] on a configuration known to pass [`Config::check`].
+pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity;
     let dt = cfg.dt;

@@ -8,10 +8,13 @@
 //! Every schedule is piecewise linear, which lets the stochastic simulator integrate service
 //! exactly between events ([`HealthTrack::segment`]).
 
-use serde::Serialize;
+use safegate_core::error::{check, RangeError};
+use serde::{Deserialize, Serialize};
 
-/// The shape of one dip: hold high, ramp down, hold low, ramp up.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+/// The shape of one dip: hold high, ramp down, hold low, ramp up. A scenario's `[health]`
+/// section holds these keys beside its own (`kind`, `start`, …).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct DipShape {
     /// Health outside the dip (1.0).
     pub high: f64,
@@ -34,6 +37,19 @@ impl Default for DipShape {
 }
 
 impl DipShape {
+    /// Check every value; fields are named as in a scenario's `[health]` section.
+    pub fn check(&self) -> Result<(), RangeError> {
+        check::non_negative("health.high", self.high)?;
+        if !(self.low >= 0.0 && self.low <= self.high) {
+            return Err(RangeError::new("health.low", self.low, format!("[0, health.high = {}]", self.high)));
+        }
+        check::non_negative("health.hold_high", self.hold_high)?;
+        check::positive("health.ramp_down", self.ramp_down)?;
+        check::non_negative("health.hold_low", self.hold_low)?;
+        check::positive("health.ramp_up", self.ramp_up)?;
+        Ok(())
+    }
+
     /// Length of the dip itself: ramp down + hold low + ramp up.
     pub fn dip_length(&self) -> f64 {
         self.ramp_down + self.hold_low + self.ramp_up
@@ -223,6 +239,36 @@ impl HealthTrack {
     /// A noiseless track.
     pub fn new(schedule: HealthSchedule) -> Self {
         Self { schedule, noise: None }
+    }
+
+    /// Check the schedule and the noise; fields are named as in a scenario's `[health]`.
+    pub fn check(&self) -> Result<(), RangeError> {
+        match &self.schedule {
+            HealthSchedule::Constant { level } => check::non_negative("health.high", *level).map(drop)?,
+            HealthSchedule::Cycle(shape) => shape.check()?,
+            HealthSchedule::Dip { shape, start } => {
+                shape.check()?;
+                check::non_negative("health.start", *start)?;
+            }
+            HealthSchedule::Trace { points } => {
+                if points.is_empty() {
+                    return Err(RangeError::new("health.file", "(no points)", "at least one `t,health` row"));
+                }
+                for (i, w) in points.windows(2).enumerate() {
+                    if !(w[1].0 > w[0].0) {
+                        return Err(RangeError::new(format!("health.file[{}].t", i + 1), w[1].0, "increasing times"));
+                    }
+                }
+                if let Some((t, h)) = points.iter().find(|(t, h)| !(t.is_finite() && *h >= 0.0 && h.is_finite())) {
+                    return Err(RangeError::new("health.file", format!("({t}, {h})"), "finite t, health in [0, ∞)"));
+                }
+            }
+        }
+        if let Some(n) = &self.noise {
+            check::within("health.noise", n.sigma, 0.0, 10.0, "[0, 10]")?;
+            check::positive("health.noise_period", n.period)?;
+        }
+        Ok(())
     }
 
     /// The period of a repeating schedule.

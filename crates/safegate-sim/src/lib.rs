@@ -19,8 +19,8 @@
 //!
 //! // λ = 80 on the repeating 19 s health cycle (the defaults), 400 s.
 //! let cfg = Config::default();
-//! let open = run_fluid(&cfg, &mut Open, RunOptions::default());
-//! let gated = run_fluid(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default());
+//! let open = run_fluid(&cfg, &mut Open, RunOptions::default()).unwrap();
+//! let gated = run_fluid(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).unwrap();
 //! assert_eq!(open.summary.queue_final, 200.0); // pinned at the cap
 //! assert!(gated.summary.queue_max < 195.0); // the gate holds it in a band
 //! ```
@@ -39,7 +39,7 @@ pub mod stochastic;
 pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
-pub use config::{Config, InvalidConfig, Spike};
+pub use config::{Config, Spike};
 pub use fluid::run_fluid;
 pub use health::{DipShape, HealthNoise, HealthSchedule, HealthTrack};
 pub use model::{usl_throughput, Busy, Pool};
@@ -50,11 +50,18 @@ pub use stochastic::run_stochastic;
 
 use safegate_core::Policy;
 
-/// Run `cfg` in `mode` under `policy`.
-pub fn run<P: Policy + ?Sized>(mode: Mode, cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Outcome {
-    match mode {
-        Mode::Fluid => run_fluid(cfg, policy, opts),
-        Mode::Stochastic => run_stochastic(cfg, policy, opts),
-        Mode::Stepped => run_stepped(cfg, policy, opts),
-    }
+/// Run `cfg` in `mode` under `policy`; a configuration that fails [`Config::check`] is
+/// refused with the field, its value and the allowed range.
+pub fn run<P: Policy + ?Sized>(
+    mode: Mode,
+    cfg: &Config,
+    policy: &mut P,
+    opts: RunOptions<'_>,
+) -> Result<Outcome, safegate_core::RangeError> {
+    cfg.check()?;
+    Ok(match mode {
+        Mode::Fluid => fluid::simulate(cfg, policy, opts),
+        Mode::Stochastic => stochastic::simulate(cfg, policy, opts),
+        Mode::Stepped => stepped::simulate(cfg, policy, opts),
+    })
 }

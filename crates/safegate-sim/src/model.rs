@@ -25,8 +25,10 @@ pub enum Busy {
     Fluid,
 }
 
-/// The pool's constants. Defaults are the seed's: P = 8, C = 4, s = 37.5, cap = 200.
-#[derive(Debug, Clone, Copy, PartialEq)]
+/// The pool's constants. Defaults are the seed's: P = 8, C = 4, s = 37.5, cap = 200. A
+/// scenario's `[model]` section is this type ([`crate::Config::check`] checks it).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct Pool {
     /// `P`, executors pulling from the backlog.
     pub executors: u32,

@@ -118,7 +118,17 @@ fn binomial<R: Rng>(rng: &mut R, n: u32, p: f64) -> u32 {
 }
 
 /// Run the stepped stochastic model of `cfg` under `policy`, seeded by `cfg.seed`.
-pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+pub fn run_stepped<P: Policy + ?Sized>(
+    cfg: &Config,
+    policy: &mut P,
+    opts: RunOptions<'_>,
+) -> Result<Outcome, safegate_core::RangeError> {
+    cfg.check()?;
+    Ok(simulate(cfg, policy, opts))
+}
+
+/// [`run_stepped`] on a configuration known to pass [`Config::check`].
+pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
     let dt = cfg.dt;

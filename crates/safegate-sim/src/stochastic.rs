@@ -95,12 +95,22 @@ fn time_to_work(need: f64, f: f64, h: f64, g: f64) -> f64 {
 /// use safegate_sim::{run_stochastic, Config, RunOptions};
 ///
 /// let cfg = Config { duration: 60.0, ..Config::default() };
-/// let a = run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default());
-/// let b = run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default());
+/// let a = run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).unwrap();
+/// let b = run_stochastic(&cfg, &mut SeedGate::new(0.7, 1.0).unwrap(), RunOptions::default()).unwrap();
 /// assert_eq!(a, b);
 /// assert!(a.summary.cleared > 0.0);
 /// ```
-pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+pub fn run_stochastic<P: Policy + ?Sized>(
+    cfg: &Config,
+    policy: &mut P,
+    opts: RunOptions<'_>,
+) -> Result<Outcome, safegate_core::RangeError> {
+    cfg.check()?;
+    Ok(simulate(cfg, policy, opts))
+}
+
+/// [`run_stochastic`] on a configuration known to pass [`Config::check`].
+pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
     let mut lambda = cfg.traffic_at(0.0);

@@ -19,12 +19,13 @@ use rayon::prelude::*;
 use safegate_core::boundary::Boundary;
 use safegate_core::filter::bound::{freedman, HorizonInputs};
 use safegate_core::safety::{SafetyConfig, SafetyFilter};
-use safegate_core::stats::{clopper_pearson, empirical_cvar};
+use safegate_core::stats::empirical_cvar;
+pub use safegate_core::stats::{trials_to_show, Frequency, Verdict};
 use safegate_core::{Open, Policy, SeedGate};
 use serde::Serialize;
 
 use crate::health::HealthSchedule;
-use crate::{run_stepped, Config, RunOptions};
+use crate::{Config, RunOptions};
 
 /// The nominal controller under the filter.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -92,41 +93,6 @@ pub struct VerifyConfig {
     pub health_points: usize,
     /// Seed.
     pub seed: u64,
-}
-
-/// A frequency with its 99 % interval.
-#[derive(Debug, Clone, Copy, Serialize)]
-pub struct Frequency {
-    /// Point estimate.
-    pub estimate: f64,
-    /// 99 % Clopper–Pearson lower limit.
-    pub ci_low: f64,
-    /// 99 % Clopper–Pearson upper limit.
-    pub ci_high: f64,
-    /// Trajectories.
-    pub trials: u64,
-    /// Trajectories that left the safe set.
-    pub exits: u64,
-}
-
-/// The fewest trials whose 99 % Clopper–Pearson upper limit with no exit is ≤ `eps`
-/// (`1 − 0.005^{1/n} ≤ ε`).
-pub fn trials_to_show(eps: f64) -> u64 {
-    if !(eps > 0.0 && eps < 1.0) {
-        return 0;
-    }
-    let n = (0.005f64.ln() / (1.0 - eps).ln()).ceil() as u64;
-    // The closed form and the interval code agree; step past any rounding at the edge.
-    (n.saturating_sub(2)..n + 3).find(|&k| Frequency::from_counts(0, k).ci_high <= eps).unwrap_or(n)
-}
-
-impl Frequency {
-    /// `exits` of `trials` with the 99 % Clopper–Pearson interval (estimate 0 for no trials).
-    pub fn from_counts(exits: u64, trials: u64) -> Self {
-        let (ci_low, ci_high) = clopper_pearson(exits, trials, 0.01);
-        let estimate = if trials > 0 { exits as f64 / trials as f64 } else { 0.0 };
-        Self { estimate, ci_low, ci_high, trials, exits }
-    }
 }
 
 /// An empirical CVaR with its parameters.
@@ -228,11 +194,13 @@ pub struct VerifyReport {
     pub feasible_fraction: f64,
     /// Share of backup decisions over the whole envelope (filtered arm).
     pub backup_fraction: f64,
-    /// Cells whose filtered 99 % upper limit exceeds ε.
+    /// Cells where the filtered arm does not hold ε ([`Verdict::Holds`]: its 99 % upper
+    /// limit is above ε).
     pub violations: Vec<(f64, f64)>,
     /// Cells whose filtered CVaR exceeds ρ.
     pub cvar_violations: Vec<(f64, f64)>,
-    /// Cells whose unfiltered 99 % upper limit exceeds ε.
+    /// Cells where the unfiltered arm is shown to violate ε ([`Verdict::Violates`]: its
+    /// 99 % lower limit is above ε).
     pub unfiltered_violations: usize,
     /// Corollary 3 measured in the scenario's cell, when the boundary has a CVaR bound: the
     /// throughput given up with the probability constraint alone and with both.
@@ -320,7 +288,7 @@ fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
             let summary = match safety {
                 Some(s) => {
                     let mut f = SafetyFilter::new(s.clone(), nominal.policy()).expect("validated filter");
-                    let out = run_stepped(&c, &mut f, RunOptions::default()).summary;
+                    let out = crate::stepped::simulate(&c, &mut f, RunOptions::default()).summary;
                     let st = f.stats();
                     acc.decisions = st.decisions;
                     acc.infeasible = st.infeasible;
@@ -328,7 +296,7 @@ fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
                     acc.given_up = st.given_up;
                     out
                 }
-                None => run_stepped(&c, &mut nominal.policy(), RunOptions::default()).summary,
+                None => crate::stepped::simulate(&c, &mut nominal.policy(), RunOptions::default()).summary,
             };
             let overshoot = (summary.queue_max / capacity - threshold).max(0.0);
             acc.exits = u64::from(summary.queue_max > boundary);
@@ -370,10 +338,7 @@ fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 /// Run the verification; `progress` is told the fraction of trajectories done.
-pub fn verify(
-    vc: &VerifyConfig,
-    progress: &(dyn Fn(f64) + Sync),
-) -> Result<VerifyReport, safegate_core::boundary::BoundaryError> {
+pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<VerifyReport, safegate_core::RangeError> {
     let b = &vc.boundary;
     let capacity = b.barrier.capacity.unwrap_or(vc.base.pool.capacity);
     let safety = b.safety_config(capacity)?;
@@ -382,6 +347,10 @@ pub fn verify(
     base.dt = b.decision.period;
     base.duration = b.probability.horizon;
     base.initial_queue = 0.0;
+    base.check()?;
+    if vc.trials == 0 {
+        return Err(safegate_core::RangeError::new("trials", 0, "1 or more (no verdict on zero evidence)"));
+    }
     let (eta, rho) = match &b.magnitude {
         Some(m) => (m.eta, Some(m.rho)),
         None => (0.05, None),
@@ -442,33 +411,24 @@ pub fn verify(
     };
 
     let eps = b.probability.epsilon;
-    let violations: Vec<(f64, f64)> = std::iter::once(&scenario)
-        .chain(&envelope)
-        .filter(|c| c.filtered.exit_probability.ci_high > eps)
-        .map(|c| (c.traffic, c.health_low))
-        .collect();
-    // Of those, the cells whose measured frequency itself is above ε (the rest only lack
-    // the trials to bring the upper limit under it).
-    let exceeded: Vec<(f64, f64)> = std::iter::once(&scenario)
-        .chain(&envelope)
-        .filter(|c| c.filtered.exit_probability.estimate > eps)
-        .map(|c| (c.traffic, c.health_low))
-        .collect();
-    let cvar_violations: Vec<(f64, f64)> = match rho {
-        Some(r) => std::iter::once(&scenario)
-            .chain(&envelope)
-            .filter(|c| c.filtered.cvar.estimate > r)
-            .map(|c| (c.traffic, c.health_low))
-            .collect(),
+    let cells = || std::iter::once(&scenario).chain(&envelope);
+    let where_ = |pick: &dyn Fn(&CellResult) -> bool| -> Vec<(f64, f64)> {
+        cells().filter(|c| pick(c)).map(|c| (c.traffic, c.health_low)).collect()
+    };
+    // One verdict per arm (`Verdict`): the filtered arm passes a cell only where it holds ε.
+    let violations = where_(&|c| c.filtered.exit_probability.verdict(eps) != Verdict::Holds);
+    // Of those, the cells where the frequency is shown to exceed ε (the rest lack the trials
+    // to bring the upper limit under it, or sit at ε).
+    let exceeded = where_(&|c| c.filtered.exit_probability.verdict(eps) == Verdict::Violates);
+    let cvar_violations = match rho {
+        Some(r) => where_(&|c| c.filtered.cvar.estimate > r),
         None => vec![],
     };
     let unfiltered_violations =
-        std::iter::once(&scenario).chain(&envelope).filter(|c| c.unfiltered.exit_probability.ci_high > eps).count();
+        cells().filter(|c| c.unfiltered.exit_probability.verdict(eps) == Verdict::Violates).count();
     let n_cells = (envelope.len() + 1) as f64;
-    let feasible_fraction =
-        std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
-    let backup_fraction =
-        std::iter::once(&scenario).chain(&envelope).map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
+    let feasible_fraction = cells().map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
+    let backup_fraction = cells().map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
     let pass = violations.is_empty() && cvar_violations.is_empty();
     let verdict = if pass {
         format!(
@@ -478,13 +438,17 @@ pub fn verify(
     } else {
         let mut why = Vec::new();
         if !exceeded.is_empty() {
-            why.push(format!("exit frequency above ε in {} cell(s): {:?}", exceeded.len(), exceeded));
+            why.push(format!(
+                "exit frequency shown above ε (99 % lower limit > ε) in {} cell(s): {:?}",
+                exceeded.len(),
+                exceeded
+            ));
         }
         let unshown = violations.len() - exceeded.len();
         if unshown > 0 {
             why.push(format!(
-                "ε not shown in {unshown} cell(s) whose exit frequency is within ε: their 99 % upper limit is \
-                 above it (too few trials; with no exit, {} trials per cell show ε = {eps})",
+                "ε not shown in {unshown} cell(s): their 99 % interval contains ε (too few trials; with no exit, \
+                 {} trials per cell show ε = {eps})",
                 trials_to_show(eps)
             ));
         }

@@ -5,7 +5,44 @@ use safegate_core::boundary::Boundary;
 use safegate_sim::compare::{compare, default_cases, CompareConfig, CompareReport};
 
 fn seed80() -> Boundary {
-    safegate_sim::scenario::parse_boundary(include_str!("../../../boundaries/seed-80.toml"), "seed-80").unwrap()
+    Boundary::from_toml(include_str!("../../../boundaries/seed-80.toml"), &[]).unwrap()
+}
+
+/// A boundary out of range is an error before any run, not a panic in a worker (it used
+/// to panic with "boundary validated up front").
+#[test]
+fn a_bad_boundary_is_an_error_not_a_panic() {
+    let mut boundary = seed80();
+    boundary.probability.epsilon = 2.0;
+    let cc = CompareConfig {
+        cases: default_cases(20.0).into_iter().take(1).collect(),
+        policies: vec!["open".into()],
+        seeds: 1,
+        exit_trials: 0,
+        boundary,
+        curve_traffic: vec![],
+        traces: false,
+    };
+    let e = compare(&cc, &|_| {}).unwrap_err().to_string();
+    assert!(e.contains("probability.epsilon") && e.contains("(0, 1)"), "{e}");
+    // A case the simulator cannot run is named.
+    let mut cc = CompareConfig { boundary: seed80(), ..cc };
+    cc.cases[0].config.dt = 0.0;
+    let e = compare(&cc, &|_| {}).unwrap_err().to_string();
+    assert!(e.contains("run.dt") && e.contains(&cc.cases[0].name), "{e}");
+}
+
+/// compare and verify give one verdict for one interval (`stats::Verdict`).
+#[test]
+fn compare_verdicts_are_the_shared_verdict() {
+    let r = run("cycle-80", &["open"], 2, 0);
+    for c in &r.cases {
+        for a in &c.arms {
+            let expected =
+                if c.inside_envelope { a.exit_probability.verdict(r.epsilon).label() } else { "outside envelope" };
+            assert_eq!(a.verdict, expected, "{} {}", c.name, a.policy);
+        }
+    }
 }
 
 fn run(case: &str, policies: &[&str], seeds: u32, exit_trials: u32) -> CompareReport {

@@ -72,13 +72,13 @@ fn show(label: &str, s: &Summary) {
 #[test]
 fn gradient2_on_executors_finds_the_service_curve_peak_where_the_open_pool_pins() {
     let cfg = flat(120.0);
-    let open = run_stochastic(&cfg, &mut Open, RunOptions::default()).summary;
+    let open = run_stochastic(&cfg, &mut Open, RunOptions::default()).unwrap().summary;
     show("open", &open);
     assert!(open.queue_max >= 200.0 && open.dropped > 0.0, "the open pool should fill and lose work");
 
     let g = Gradient2::new(Gradient2Config::for_setting(Actuator::Executors, &Setting::default())).unwrap();
     let mut meter = CapMeter::new(g);
-    let s = run_stochastic(&cfg, &mut meter, RunOptions::default()).summary;
+    let s = run_stochastic(&cfg, &mut meter, RunOptions::default()).unwrap().summary;
     show("gradient2 / executors", &s);
     println!(
         "  cap: mean {:.2}, while backlogged {:.2} ({:.1} s backlogged), final {}",
@@ -103,7 +103,7 @@ fn latency_limiters_on_executors_keep_the_queue_short_at_full_health() {
     let cfg = flat(120.0);
     for name in ["vegas", "envoy-gradient"] {
         let mut meter = CapMeter::new(build(name, Actuator::Executors, &Setting::default()).unwrap());
-        let s = run_stochastic(&cfg, &mut meter, RunOptions::default()).summary;
+        let s = run_stochastic(&cfg, &mut meter, RunOptions::default()).unwrap().summary;
         show(&format!("{name} / executors"), &s);
         println!("  cap: mean {:.2}, while backlogged {:.2}", meter.mean_cap(), meter.mean_cap_backlogged());
         assert!(s.queue_max < 100.0 && s.queue_mean < 15.0, "{name}: {s:?}");
@@ -117,12 +117,12 @@ fn in_flight_limiters_and_credits_never_let_the_backlog_overflow() {
     // On the health cycle the pool cannot keep up during a dip; a limiter on requests in the
     // system sheds at the door instead of losing admitted work at the full backlog.
     let cfg = cycle(120.0);
-    let open = run_stochastic(&cfg, &mut Open, RunOptions::default()).summary;
+    let open = run_stochastic(&cfg, &mut Open, RunOptions::default()).unwrap().summary;
     show("open", &open);
     assert!(open.dropped > 1000.0);
     for name in ["gradient2", "vegas", "envoy-gradient", "static", "credits"] {
         let mut p = build(name, Actuator::InFlight, &Setting::default()).unwrap();
-        let s = run_stochastic(&cfg, &mut p, RunOptions::default()).summary;
+        let s = run_stochastic(&cfg, &mut p, RunOptions::default()).unwrap().summary;
         show(&format!("{name} / in-flight"), &s);
         assert_eq!(s.dropped, 0.0, "{name}");
         assert!(s.queue_max < 100.0, "{name}: {}", s.queue_max);
@@ -138,7 +138,7 @@ fn every_controller_runs_on_both_actuators_deterministically() {
         for name in NAMES {
             let run = || {
                 let mut p = build(name, act, &Setting::default()).unwrap();
-                run_stochastic(&cfg, &mut p, RunOptions { record_every: Some(20), ..RunOptions::default() })
+                run_stochastic(&cfg, &mut p, RunOptions { record_every: Some(20), ..RunOptions::default() }).unwrap()
             };
             let (a, b) = (run(), run());
             assert_eq!(a, b, "{name}/{}", act.name());
@@ -158,13 +158,15 @@ fn every_controller_runs_on_both_actuators_deterministically() {
 fn sre_throttle_acts_only_when_the_backend_fails_requests() {
     let s = Setting::default();
     let quiet =
-        run_stochastic(&flat(60.0), &mut build("sre-throttle", Actuator::InFlight, &s).unwrap(), RunOptions::default());
+        run_stochastic(&flat(60.0), &mut build("sre-throttle", Actuator::InFlight, &s).unwrap(), RunOptions::default())
+            .unwrap();
     assert_eq!(quiet.summary.rejected, 0.0, "accepts ≈ requests: never throttles");
     // Retries that rise as health falls (90 % at zero health): in a dip most completions fail.
     let failing = Config { retries: Retries::Health { probability: 0.9, path: RetryPath::Gate }, ..cycle(120.0) };
-    let open = run_stochastic(&failing, &mut Open, RunOptions::default()).summary;
+    let open = run_stochastic(&failing, &mut Open, RunOptions::default()).unwrap().summary;
     let t =
         run_stochastic(&failing, &mut build("sre-throttle", Actuator::InFlight, &s).unwrap(), RunOptions::default())
+            .unwrap()
             .summary;
     show("open, failing backend", &open);
     show("sre-throttle, failing backend", &t);
@@ -177,10 +179,10 @@ fn a_retry_budget_sheds_a_retry_storm() {
     // Half of all completions fail and come back through the gate: ~37 retries/s against a
     // budget of 0.2 · 80 + 10 = 26/s.
     let storm = Config { retries: Retries::Constant { probability: 0.5, path: RetryPath::Gate }, ..cycle(120.0) };
-    let open = run_stochastic(&storm, &mut Open, RunOptions::default()).summary;
+    let open = run_stochastic(&storm, &mut Open, RunOptions::default()).unwrap().summary;
     let mut budgeted = with_retry_budget(Box::new(Open), &s);
     assert_eq!(budgeted.name(), "open");
-    let b = run_stochastic(&storm, &mut budgeted, RunOptions::default()).summary;
+    let b = run_stochastic(&storm, &mut budgeted, RunOptions::default()).unwrap().summary;
     show("open, retry storm", &open);
     show("open + retry budget, retry storm", &b);
     assert_eq!(open.retries_shed, 0.0);

@@ -18,7 +18,7 @@ fn dip_cfg(lambda: f64) -> Config {
 }
 
 fn fluid(cfg: &Config, sens: f64) -> Summary {
-    run_fluid(cfg, &mut gate(sens), RunOptions::default()).summary
+    run_fluid(cfg, &mut gate(sens), RunOptions::default()).unwrap().summary
 }
 
 #[test]
@@ -88,7 +88,8 @@ fn seventy_five_is_pinned_after_400_seconds() {
 }
 
 fn window_extremes(cfg: &Config, sens: f64, from: f64, to: f64) -> (f64, f64) {
-    let s = run_fluid(cfg, &mut gate(sens), RunOptions { record_every: Some(1), progress: None }).series.unwrap();
+    let s =
+        run_fluid(cfg, &mut gate(sens), RunOptions { record_every: Some(1), progress: None }).unwrap().series.unwrap();
     s.t.iter()
         .zip(&s.queue)
         .filter(|(t, _)| **t >= from - 1e-9 && **t <= to + 1e-9)
@@ -108,7 +109,10 @@ fn band_at_80_is_143_8_to_193_9_and_pinned_without_gate() {
 fn price_of_anarchy(lambda: f64, dt: f64) -> f64 {
     let cfg = Config { traffic: lambda, duration: 1200.0, dt, ..Config::default() };
     let cost = |sens: f64| {
-        let s = run_fluid(&cfg, &mut gate(sens), RunOptions { record_every: Some(1), progress: None }).series.unwrap();
+        let s = run_fluid(&cfg, &mut gate(sens), RunOptions { record_every: Some(1), progress: None })
+            .unwrap()
+            .series
+            .unwrap();
         s.t.iter().zip(&s.queue).filter(|(t, _)| **t > 60.0 + 1e-9).map(|(_, q)| q).sum::<f64>()
     };
     cost(0.0) / cost(1.0) - 1.0
@@ -141,7 +145,7 @@ fn far_from_defaults_bistability_and_linear_drain() {
     assert_eq!(high.queue_min, 500.0);
     // Below the ceiling a full pool drains linearly at ceiling − λ until fewer than P are busy.
     let cfg = Config { traffic: 3.0, initial_queue: 400.0, dt: 0.01, ..base };
-    let s = run_fluid(&cfg, &mut Open, RunOptions { record_every: Some(1), progress: None }).series.unwrap();
+    let s = run_fluid(&cfg, &mut Open, RunOptions { record_every: Some(1), progress: None }).unwrap().series.unwrap();
     let t_hit = (400.0 - 16.0) / (5.625 - 3.0);
     let i = s.t.iter().position(|&t| t >= t_hit - 1e-9).unwrap();
     assert!((s.queue[i] - 16.0).abs() < 0.05, "q({t_hit}) = {}", s.queue[i]);
@@ -190,7 +194,7 @@ fn stochastic_conserves_requests() {
         Retries::Health { probability: 0.5, path: RetryPath::Direct },
     ] {
         let cfg = Config { traffic: 90.0, retries, initial_queue: 17.0, duration: 200.0, ..Config::default() };
-        let s = run_stochastic(&cfg, &mut gate(1.0), RunOptions::default()).summary;
+        let s = run_stochastic(&cfg, &mut gate(1.0), RunOptions::default()).unwrap().summary;
         // Direct retries are admitted without being offered; a retry re-enters, so it is
         // counted once as admitted and once as retried.
         assert_eq!(s.admitted - s.cleared - s.retried - s.dropped, s.queue_final - 17.0, "{retries:?}");
@@ -211,7 +215,7 @@ fn birth_death_mean(pool: &Pool, lambda: f64, h: f64) -> f64 {
 }
 
 fn stochastic_time_average(cfg: &Config) -> f64 {
-    run_stochastic(cfg, &mut Open, RunOptions::default()).summary.queue_mean
+    run_stochastic(cfg, &mut Open, RunOptions::default()).unwrap().summary.queue_mean
 }
 
 #[test]
@@ -276,12 +280,16 @@ fn stochastic_mean_path_tracks_the_fluid_band() {
     // on average over the run.
     let cfg = Config { duration: 200.0, initial_queue: 150.0, ..Config::default() };
     let every = Some(20);
-    let f = run_fluid(&cfg, &mut gate(1.0), RunOptions { record_every: every, progress: None }).series.unwrap();
+    let f =
+        run_fluid(&cfg, &mut gate(1.0), RunOptions { record_every: every, progress: None }).unwrap().series.unwrap();
     let reps = 300;
     let mut mean = vec![0.0; f.len()];
     for seed in 0..reps {
         let c = Config { seed, ..cfg.clone() };
-        let s = run_stochastic(&c, &mut gate(1.0), RunOptions { record_every: every, progress: None }).series.unwrap();
+        let s = run_stochastic(&c, &mut gate(1.0), RunOptions { record_every: every, progress: None })
+            .unwrap()
+            .series
+            .unwrap();
         assert_eq!(s.t, f.t);
         for (m, q) in mean.iter_mut().zip(&s.queue) {
             *m += q / reps as f64;
@@ -303,19 +311,19 @@ fn same_seed_same_output_different_seeds_differ() {
         ..Config::default()
     };
     let opts = || RunOptions { record_every: Some(1), progress: None };
-    let a = run_stochastic(&cfg, &mut gate(1.0), opts());
-    let b = run_stochastic(&cfg, &mut gate(1.0), opts());
+    let a = run_stochastic(&cfg, &mut gate(1.0), opts()).unwrap();
+    let b = run_stochastic(&cfg, &mut gate(1.0), opts()).unwrap();
     assert_eq!(a, b);
     let bits = |o: &Outcome| o.series.as_ref().unwrap().queue.iter().map(|q| q.to_bits()).collect::<Vec<_>>();
     assert_eq!(bits(&a), bits(&b));
     assert_eq!(a.summary.backlog_time.to_bits(), b.summary.backlog_time.to_bits());
-    let c = run_stochastic(&Config { seed: 2, ..cfg.clone() }, &mut gate(1.0), opts());
+    let c = run_stochastic(&Config { seed: 2, ..cfg.clone() }, &mut gate(1.0), opts()).unwrap();
     assert_ne!(bits(&a), bits(&c));
     // Health noise is seeded too.
     let noisy = |seed| {
         let mut health = HealthTrack::new(HealthSchedule::Cycle(DipShape::default()));
         health.noise = Some(HealthNoise { sigma: 0.2, period: 1.0, seed });
-        run_fluid(&Config { health, ..Config::default() }, &mut gate(1.0), opts()).summary
+        run_fluid(&Config { health, ..Config::default() }, &mut gate(1.0), opts()).unwrap().summary
     };
     assert_eq!(noisy(1), noisy(1));
     assert_ne!(noisy(1).backlog_time, noisy(2).backlog_time);
@@ -330,12 +338,13 @@ fn heavy_tailed_service_keeps_the_mean_rate_but_widens_the_spread() {
         duration: 4000.0,
         ..Config::default()
     };
-    let exp = run_stochastic(&base, &mut Open, RunOptions::default()).summary;
+    let exp = run_stochastic(&base, &mut Open, RunOptions::default()).unwrap().summary;
     let par = run_stochastic(
         &Config { service: ServiceLaw::Pareto { shape: 1.5 }, ..base.clone() },
         &mut Open,
         RunOptions::default(),
     )
+    .unwrap()
     .summary;
     for s in [&exp, &par] {
         assert!((s.cleared / 4000.0 - 50.0).abs() < 2.0, "{}", s.cleared / 4000.0);
@@ -360,8 +369,8 @@ fn concurrency_cap_lets_lambda_80_drain() {
     // cycle, where the uncapped pool stays pinned at 200.
     let cfg = Config::default();
     let opts = || RunOptions { record_every: Some(1), progress: None };
-    let open = run_fluid(&cfg, &mut Open, opts());
-    let capped = run_fluid(&cfg, &mut Capped, opts());
+    let open = run_fluid(&cfg, &mut Open, opts()).unwrap();
+    let capped = run_fluid(&cfg, &mut Capped, opts()).unwrap();
     assert_eq!(open.summary.queue_final, 200.0);
     let s = capped.series.unwrap();
     for cycle in 1..21 {
@@ -370,7 +379,7 @@ fn concurrency_cap_lets_lambda_80_drain() {
             s.t.iter().zip(&s.queue).filter(|(t, _)| **t >= a && **t < b).map(|(_, q)| *q).fold(f64::MAX, f64::min);
         assert!(low < 140.0, "cycle {cycle}: min {low}");
     }
-    let st = run_stochastic(&cfg, &mut Capped, RunOptions::default()).summary;
+    let st = run_stochastic(&cfg, &mut Capped, RunOptions::default()).unwrap().summary;
     assert!(st.queue_mean < 0.5 * 200.0, "{}", st.queue_mean);
 }
 
@@ -386,21 +395,21 @@ fn a_traffic_spike_adds_its_requests_in_every_mode() {
     };
     cfg.check().unwrap();
     let expect = 40.0 * 200.0 + 120.0 * 20.0;
-    let f = run_fluid(&cfg, &mut Open, RunOptions::default()).summary;
+    let f = run_fluid(&cfg, &mut Open, RunOptions::default()).unwrap().summary;
     assert!((f.offered - expect).abs() < 1.0, "fluid {}", f.offered);
     // Poisson counts: within 4 standard deviations over 10 seeds.
     let (mut st, mut sp) = (0.0, 0.0);
     for seed in 0..10 {
         let c = Config { seed, ..cfg.clone() };
-        st += run_stochastic(&c, &mut Open, RunOptions::default()).summary.offered;
-        sp += run_stepped(&c, &mut Open, RunOptions::default()).summary.offered;
+        st += run_stochastic(&c, &mut Open, RunOptions::default()).unwrap().summary.offered;
+        sp += run_stepped(&c, &mut Open, RunOptions::default()).unwrap().summary.offered;
     }
     let sd = (10.0 * expect).sqrt();
     assert!((st - 10.0 * expect).abs() < 4.0 * sd, "stochastic {st} vs {}", 10.0 * expect);
     assert!((sp - 10.0 * expect).abs() < 4.0 * sd, "stepped {sp} vs {}", 10.0 * expect);
     // The queue builds during the spike (160 > the pool's 150 peak) and only then.
     let opts = RunOptions { record_every: Some(20), ..RunOptions::default() };
-    let s = run_fluid(&cfg, &mut Open, opts).series.unwrap();
+    let s = run_fluid(&cfg, &mut Open, opts).unwrap().series.unwrap();
     let at = |t: f64| s.queue[s.t.iter().position(|&x| x >= t).unwrap()];
     assert!(at(49.0) < 5.0 && at(69.0) > 100.0, "{} {}", at(49.0), at(69.0));
 }

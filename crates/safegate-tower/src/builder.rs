@@ -9,7 +9,6 @@ use safegate_core::boundary::Boundary;
 use safegate_core::controllers::{self, Actuator, Setting};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
-use serde::Deserialize;
 use tokio::sync::Notify;
 
 use crate::classify::SingleClass;
@@ -18,10 +17,9 @@ use crate::shared::{ClassState, Controller, Done, Mode, Owner, Padded, Published
 use crate::AdmissionLayer;
 
 /// Parse a boundary from TOML text (unknown keys are errors); `origin` names it in errors.
+/// The core's one boundary parser ([`Boundary::from_toml`]) with the layer's error.
 pub fn parse_boundary(text: &str, origin: &str) -> Result<Boundary, BuildError> {
-    let parse_err = |message: String| BuildError::Parse { origin: origin.to_string(), message };
-    let table: toml::Table = toml::from_str(text).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))?;
-    Boundary::deserialize(toml::Value::Table(table)).map_err(|e| parse_err(e.to_string().trim().replace('\n', " ")))
+    Boundary::from_toml(text, &[]).map_err(|e| BuildError::Parse { origin: origin.to_string(), message: e.0 })
 }
 
 /// The smallest barrier `θ·Q` \[requests\] a layer accepts (see [`Builder::capacity`]).

@@ -140,7 +140,7 @@ pub enum BuildError {
     },
     /// The boundary has a value out of range for this layer's capacity.
     #[error("boundary: {0}")]
-    Boundary(#[from] safegate_core::boundary::BoundaryError),
+    Boundary(#[from] safegate_core::RangeError),
     /// The controller name is not one of `safegate_core::controllers::NAMES`.
     #[error(transparent)]
     Controller(#[from] safegate_core::controllers::UnknownController),

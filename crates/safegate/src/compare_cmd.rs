@@ -67,7 +67,8 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     }
     let boundary = match &args.boundary {
         Some(p) => safegate_sim::scenario::load_boundary(p)?,
-        None => safegate_sim::scenario::parse_boundary(DEFAULT_BOUNDARY, "<embedded seed-80>")?,
+        None => safegate_core::boundary::Boundary::from_toml(DEFAULT_BOUNDARY, &[])
+            .map_err(|e| anyhow::anyhow!("<embedded seed-80>: {e}"))?,
     };
     let duration = args.duration.unwrap_or(boundary.probability.horizon);
     if !(duration > 0.0 && duration.is_finite()) {

@@ -61,7 +61,7 @@ pub(crate) struct RunArgs {
     /// Fluid busy-executor counting: whole or fluid (model.busy).
     #[arg(long)]
     pub(crate) busy: Option<String>,
-    /// Any scenario key, e.g. `--set health.low=0.2 --set retries.kind=constant`.
+    /// Any scenario key, e.g. `--set health.shape.low=0.2 --set retries.kind=constant`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
     /// Also run the same scenario with the gate off, side by side (always on without a file).
@@ -107,8 +107,9 @@ impl RunArgs {
         num("model.capacity", self.capacity.map(|v| v.to_string()));
         num("model.busy", self.busy.as_ref().map(|v| format!("{v:?}")));
         for kv in &self.set {
-            let (k, v) =
-                kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.low=0.2"))?;
+            let (k, v) = kv
+                .split_once('=')
+                .with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.shape.low=0.2"))?;
             o.push((k.trim().to_string(), v.trim().to_string()));
         }
         Ok(o)
@@ -204,7 +205,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             &cfg,
             &mut policy,
             RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
-        );
+        )
+        .with_context(|| format!("scenario {origin}"))?;
         let filter = match &policy {
             RunPolicy::Filtered(f) => Some(*f.stats()),
             RunPolicy::Gate(_) => None,
@@ -248,11 +250,16 @@ fn describe(scenario: &Scenario, cfg: &Config) -> String {
     use safegate_sim::scenario::HealthKind;
     let h = &scenario.health;
     let health = match h.kind {
-        HealthKind::Constant => format!("constant health {}", h.high),
+        HealthKind::Constant => format!("constant health {}", h.shape.high),
         HealthKind::Cycle => {
-            format!("health cycle ({} s: {} → {})", cfg.health.schedule_period().unwrap_or(0.0), h.high, h.low)
+            format!(
+                "health cycle ({} s: {} → {})",
+                cfg.health.schedule_period().unwrap_or(0.0),
+                h.shape.high,
+                h.shape.low
+            )
         }
-        HealthKind::Dip => format!("one health dip at {} s ({} → {})", h.start, h.high, h.low),
+        HealthKind::Dip => format!("one health dip at {} s ({} → {})", h.start, h.shape.high, h.shape.low),
         HealthKind::Trace => {
             format!("health trace {}", h.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
         }

@@ -12,6 +12,98 @@
 //! stays at or below the boundary is `{q ≤ q_I}`; `q_I` is found by bisection, and the
 //! constraint `u ≤ (q_I − q)/dt − d̄` keeps the filter feasible inside it.
 
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check, RangeError};
+
+/// The backup: what acts when no action satisfies every constraint, and the horizon of its
+/// implicit safe set. A boundary file's `[backup]` section is this type:
+///
+/// ```toml
+/// [backup]
+/// policy = "reject-all-shed-retries"   # or "reject-all" (default)
+/// concurrency = 4                      # cap while escalated (shed-retries only)
+/// horizon = 10                         # seconds of the backup-implicit safe set
+/// constrain = true                     # add the backup-set constraint u ≤ (q_I − q)/dt − d̄
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(try_from = "BackupFile", into = "BackupFile")]
+pub struct Backup {
+    /// The policy.
+    pub policy: BackupPolicy,
+    /// Horizon of the backup-implicit safe set \[s\], `[0, ∞)` (10).
+    pub horizon: f64,
+    /// Add the backup-set constraint `u ≤ (q_I − q)/dt − d̄` (true).
+    pub constrain: bool,
+}
+
+impl Default for Backup {
+    fn default() -> Self {
+        Self { policy: BackupPolicy::RejectAll, horizon: 10.0, constrain: true }
+    }
+}
+
+impl Backup {
+    /// Check every value.
+    pub fn check(&self) -> Result<(), RangeError> {
+        check::non_negative("horizon", self.horizon)?;
+        if let BackupPolicy::RejectAllShedRetries { concurrency: Some(0) } = self.policy {
+            return Err(RangeError::new("concurrency", 0, "an integer ≥ 1"));
+        }
+        Ok(())
+    }
+}
+
+/// The file's shape of [`Backup`]: the policy by name, its concurrency beside it.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct BackupFile {
+    policy: PolicyName,
+    concurrency: Option<u32>,
+    horizon: f64,
+    constrain: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+enum PolicyName {
+    #[default]
+    RejectAll,
+    RejectAllShedRetries,
+}
+
+impl Default for BackupFile {
+    fn default() -> Self {
+        Backup::default().into()
+    }
+}
+
+impl TryFrom<BackupFile> for Backup {
+    type Error = RangeError;
+    fn try_from(f: BackupFile) -> Result<Self, RangeError> {
+        let policy = match (f.policy, f.concurrency) {
+            (PolicyName::RejectAll, None) => BackupPolicy::RejectAll,
+            (PolicyName::RejectAll, Some(c)) => {
+                return Err(RangeError::new("backup.concurrency", c, "only with policy = \"reject-all-shed-retries\""))
+            }
+            (PolicyName::RejectAllShedRetries, concurrency) => BackupPolicy::RejectAllShedRetries { concurrency },
+        };
+        let b = Backup { policy, horizon: f.horizon, constrain: f.constrain };
+        b.check().map_err(|e| e.at("backup"))?;
+        Ok(b)
+    }
+}
+
+impl From<Backup> for BackupFile {
+    fn from(b: Backup) -> Self {
+        let (policy, concurrency) = match b.policy {
+            BackupPolicy::RejectAll => (PolicyName::RejectAll, None),
+            BackupPolicy::RejectAllShedRetries { concurrency } => (PolicyName::RejectAllShedRetries, concurrency),
+        };
+        BackupFile { policy, concurrency, horizon: b.horizon, constrain: b.constrain }
+    }
+}
+
 /// What the filter does when no action satisfies every constraint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

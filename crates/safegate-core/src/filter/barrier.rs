@@ -20,14 +20,11 @@ pub struct Barrier {
 }
 
 impl Barrier {
-    /// A barrier at occupancy `threshold` ∈ (0, 1] of a queue of `capacity` > 0.
-    pub fn new(threshold: f64, capacity: f64) -> Result<Self, crate::ConfigError> {
-        if !(threshold > 0.0 && threshold <= 1.0) {
-            return Err(crate::ConfigError { field: "threshold", value: threshold, allowed: "(0, 1]" });
-        }
-        if !(capacity > 0.0 && capacity.is_finite()) {
-            return Err(crate::ConfigError { field: "capacity", value: capacity, allowed: "(0, ∞)" });
-        }
+    /// A barrier at occupancy `threshold` ∈ (0, 1) of a queue of `capacity` ∈ [1, 1e8]
+    /// (the ranges every θ and capacity share, [`crate::error::check`]).
+    pub fn new(threshold: f64, capacity: f64) -> Result<Self, crate::error::RangeError> {
+        let threshold = crate::error::check::threshold("threshold", threshold)?;
+        let capacity = crate::error::check::capacity("capacity", capacity)?;
         Ok(Self { threshold, capacity })
     }
 

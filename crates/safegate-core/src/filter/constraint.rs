@@ -22,6 +22,8 @@
 //! exp(−x²/(2(v + x/3)))`; requiring that to be ≤ ε at `x = R' − u·dt` and solving the
 //! quadratic in `w = u·dt` gives the closed form above (feasible iff `R ≥ √c`).
 
+use crate::error::{check, RangeError};
+
 /// What the filter knows at a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FilterState {
@@ -152,68 +154,103 @@ impl Constraint {
     }
 
     /// The expectation constraint with time constant τ: `α = exp(−dt/τ)`.
-    pub fn expectation(tau: f64, dt: f64) -> Result<Self, crate::ConfigError> {
-        positive("tau", tau)?;
-        positive("dt", dt)?;
+    pub fn expectation(tau: f64, dt: f64) -> Result<Self, RangeError> {
+        check::positive("tau", tau)?;
+        check::positive("dt", dt)?;
         Ok(Constraint::Expectation { decay: (-dt / tau).exp() })
     }
 
     /// Gaussian chance constraint at per-step ε: `κ = Φ⁻¹(1 − ε)`.
-    pub fn gaussian(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
-        probability("epsilon", eps)?;
-        unit_open("decay", decay)?;
+    pub fn gaussian(eps: f64, decay: f64) -> Result<Self, RangeError> {
+        check::probability("epsilon", eps)?;
+        check::decay("decay", decay)?;
         Ok(Constraint::Chance { kappa: crate::quantile::normal_isf(eps), decay })
     }
 
     /// Distribution-free (Cantelli) chance constraint at per-step ε: `κ = √((1 − ε)/ε)`.
-    pub fn cantelli(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
-        probability("epsilon", eps)?;
-        unit_open("decay", decay)?;
+    pub fn cantelli(eps: f64, decay: f64) -> Result<Self, RangeError> {
+        check::probability("epsilon", eps)?;
+        check::decay("decay", decay)?;
         Ok(Constraint::Chance { kappa: ((1.0 - eps) / eps).sqrt(), decay })
     }
 
     /// Poisson-admission chance constraint (Gaussian approximation) at per-step ε.
-    pub fn poisson(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
-        probability("epsilon", eps)?;
-        unit_open("decay", decay)?;
+    pub fn poisson(eps: f64, decay: f64) -> Result<Self, RangeError> {
+        check::probability("epsilon", eps)?;
+        check::decay("decay", decay)?;
         Ok(Constraint::PoissonChance { kappa: crate::quantile::normal_isf(eps), decay })
     }
 
     /// Bernstein chance constraint at per-step ε (exact tail bound for unit-jump counts).
-    pub fn bernstein(eps: f64, decay: f64) -> Result<Self, crate::ConfigError> {
-        probability("epsilon", eps)?;
-        unit_open("decay", decay)?;
+    pub fn bernstein(eps: f64, decay: f64) -> Result<Self, RangeError> {
+        check::probability("epsilon", eps)?;
+        check::decay("decay", decay)?;
         Ok(Constraint::Bernstein { log_inv_eps: (1.0 / eps).ln(), decay })
     }
 
     /// Worst-case CVaR at tail `eta` at most `rho` (in barrier units) on a queue of `capacity`.
-    pub fn cvar_worst_case(eta: f64, rho: f64, capacity: f64) -> Result<Self, crate::ConfigError> {
-        probability("eta", eta)?;
-        nonneg("rho", rho)?;
-        positive("capacity", capacity)?;
+    pub fn cvar_worst_case(eta: f64, rho: f64, capacity: f64) -> Result<Self, RangeError> {
+        check::probability("eta", eta)?;
+        check::non_negative("rho", rho)?;
+        check::capacity("capacity", capacity)?;
         Ok(Constraint::Cvar { kappa_eta: ((1.0 - eta) / eta).sqrt(), rho_requests: rho * capacity })
     }
 
     /// Gaussian (not worst-case) CVaR: `κ = φ(z_{1−η})/η`.
-    pub fn cvar_gaussian(eta: f64, rho: f64, capacity: f64) -> Result<Self, crate::ConfigError> {
-        probability("eta", eta)?;
-        nonneg("rho", rho)?;
-        positive("capacity", capacity)?;
+    pub fn cvar_gaussian(eta: f64, rho: f64, capacity: f64) -> Result<Self, RangeError> {
+        check::probability("eta", eta)?;
+        check::non_negative("rho", rho)?;
+        check::capacity("capacity", capacity)?;
         let z = crate::quantile::normal_isf(eta);
         Ok(Constraint::Cvar { kappa_eta: crate::quantile::normal_pdf(z) / eta, rho_requests: rho * capacity })
     }
 
     /// First-order rate of closure with γ₀ ∈ (0, 1].
-    pub fn rate_of_closure(gamma0: f64) -> Result<Self, crate::ConfigError> {
-        gamma("gamma0", gamma0)?;
+    pub fn rate_of_closure(gamma0: f64) -> Result<Self, RangeError> {
+        check::gain("gamma0", gamma0)?;
         Ok(Constraint::RateOfClosure { gamma0 })
     }
 
     /// Slew-limited second-order rate of closure with γ₀, γ₁ ∈ (0, 1].
-    pub fn slew_rate_of_closure(gamma0: f64, gamma1: f64) -> Result<Self, crate::ConfigError> {
-        gamma("gamma0", gamma0)?;
-        gamma("gamma1", gamma1)?;
+    pub fn slew_rate_of_closure(gamma0: f64, gamma1: f64) -> Result<Self, RangeError> {
+        check::gain("gamma0", gamma0)?;
+        check::gain("gamma1", gamma1)?;
         Ok(Constraint::SlewRateOfClosure { gamma0, gamma1 })
+    }
+
+    /// Check a constraint built by hand (the variants are public): every parameter in the
+    /// range its constructor would give. [`super::Filter::new`] refuses a constraint that
+    /// fails this, naming the parameter (`kappa`, `decay`, …).
+    pub fn check(&self) -> Result<(), RangeError> {
+        let kappa = |v: f64| check::non_negative("kappa", v);
+        match *self {
+            Constraint::Expectation { decay } => check::unit("decay", decay).map(drop),
+            Constraint::Chance { kappa: k, decay } | Constraint::PoissonChance { kappa: k, decay } => {
+                kappa(k)?;
+                check::decay("decay", decay).map(drop)
+            }
+            Constraint::Bernstein { log_inv_eps, decay } => {
+                check::positive("log_inv_eps", log_inv_eps)?;
+                check::decay("decay", decay).map(drop)
+            }
+            Constraint::Cvar { kappa_eta, rho_requests } => {
+                check::non_negative("kappa_eta", kappa_eta)?;
+                check::non_negative("rho_requests", rho_requests).map(drop)
+            }
+            Constraint::RateOfClosure { gamma0 } => check::gain("gamma0", gamma0).map(drop),
+            Constraint::SlewRateOfClosure { gamma0, gamma1 } => {
+                check::gain("gamma0", gamma0)?;
+                check::gain("gamma1", gamma1).map(drop)
+            }
+            // The depth is patched every decision (NaN until the first); any number will do.
+            Constraint::BackupSet { depth } => {
+                if depth.is_infinite() {
+                    Err(RangeError::new("depth", depth, "a finite depth [requests] (NaN: not yet known)"))
+                } else {
+                    Ok(())
+                }
+            }
+        }
     }
 
     /// The upper bound `U(x)` on the admitted rate [req/s]. `−∞` where no rate satisfies the
@@ -267,46 +304,6 @@ impl Constraint {
 /// offset, the form of the filter's compiled backup row (built and patched from here).
 pub(crate) fn backup_offset(depth: f64, boundary: f64) -> f64 {
     depth.min(boundary) - boundary
-}
-
-fn positive(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
-    if v > 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(crate::ConfigError { field, value: v, allowed: "(0, ∞)" })
-    }
-}
-
-fn nonneg(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
-    if v >= 0.0 && v.is_finite() {
-        Ok(())
-    } else {
-        Err(crate::ConfigError { field, value: v, allowed: "[0, ∞)" })
-    }
-}
-
-fn probability(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
-    if v > 0.0 && v < 1.0 {
-        Ok(())
-    } else {
-        Err(crate::ConfigError { field, value: v, allowed: "(0, 1)" })
-    }
-}
-
-fn unit_open(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
-    if (0.0..1.0).contains(&v) {
-        Ok(())
-    } else {
-        Err(crate::ConfigError { field, value: v, allowed: "[0, 1)" })
-    }
-}
-
-fn gamma(field: &'static str, v: f64) -> Result<(), crate::ConfigError> {
-    if v > 0.0 && v <= 1.0 {
-        Ok(())
-    } else {
-        Err(crate::ConfigError { field, value: v, allowed: "(0, 1]" })
-    }
 }
 
 #[cfg(test)]

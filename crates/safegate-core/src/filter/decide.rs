@@ -11,12 +11,22 @@ pub const MAX_CONSTRAINTS: usize = 8;
 pub enum FilterError {
     /// More than [`MAX_CONSTRAINTS`] constraints.
     TooManyConstraints(usize),
+    /// A value out of range: a constraint's parameter (`constraints[0].kappa`) or a setting
+    /// of the filter around it (`dt`, `window`, `rate_tau`, …).
+    Invalid(crate::error::RangeError),
+}
+
+impl From<crate::error::RangeError> for FilterError {
+    fn from(e: crate::error::RangeError) -> Self {
+        FilterError::Invalid(e)
+    }
 }
 
 impl std::fmt::Display for FilterError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             FilterError::TooManyConstraints(n) => write!(f, "{n} constraints given, at most {MAX_CONSTRAINTS} allowed"),
+            FilterError::Invalid(e) => e.fmt(f),
         }
     }
 }
@@ -177,9 +187,15 @@ impl Rows {
 
 impl Filter {
     /// A filter for `barrier` enforcing `constraints` (none: it passes everything).
+    ///
+    /// Each constraint must pass [`Constraint::check`] (the constructors guarantee it; a
+    /// variant built by hand with, say, a negative κ is refused with its index and field).
     pub fn new(barrier: Barrier, constraints: &[Constraint]) -> Result<Self, FilterError> {
         if constraints.len() > MAX_CONSTRAINTS {
             return Err(FilterError::TooManyConstraints(constraints.len()));
+        }
+        for (i, c) in constraints.iter().enumerate() {
+            c.check().map_err(|e| e.at(&format!("constraints[{i}]")))?;
         }
         let mut arr = [Constraint::Expectation { decay: 0.0 }; MAX_CONSTRAINTS];
         arr[..constraints.len()].copy_from_slice(constraints);
@@ -330,6 +346,44 @@ impl Filter {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// The constraint variants are public; one built by hand with a parameter out of range
+    /// is refused (`Filter::new` used to accept κ = −50 and loosen every bound).
+    #[test]
+    fn a_hand_built_constraint_out_of_range_is_refused() {
+        let b = Barrier::new(0.7, 200.0).unwrap();
+        let bad = [
+            (Constraint::Chance { kappa: -50.0, decay: 0.0 }, "constraints[1].kappa"),
+            (Constraint::PoissonChance { kappa: 1.0, decay: 1.0 }, "constraints[1].decay"),
+            (Constraint::Bernstein { log_inv_eps: f64::NAN, decay: 0.0 }, "constraints[1].log_inv_eps"),
+            (Constraint::Cvar { kappa_eta: -1.0, rho_requests: 1.0 }, "constraints[1].kappa_eta"),
+            (Constraint::RateOfClosure { gamma0: 0.0 }, "constraints[1].gamma0"),
+            (Constraint::SlewRateOfClosure { gamma0: 0.5, gamma1: 2.0 }, "constraints[1].gamma1"),
+            (Constraint::BackupSet { depth: f64::INFINITY }, "constraints[1].depth"),
+        ];
+        for (c, field) in bad {
+            let ok = Constraint::bernstein(1e-6, 0.0).unwrap();
+            match Filter::new(b, &[ok, c]) {
+                Err(FilterError::Invalid(e)) => assert_eq!(e.field, field, "{c:?}"),
+                other => panic!("{c:?} accepted: {other:?}"),
+            }
+        }
+        // Every constructor's output passes.
+        for c in [
+            Constraint::expectation(5.0, 0.05).unwrap(),
+            Constraint::gaussian(1e-6, 0.5).unwrap(),
+            Constraint::cantelli(1e-6, 0.0).unwrap(),
+            Constraint::poisson(1e-6, 0.0).unwrap(),
+            Constraint::bernstein(1e-6, 0.0).unwrap(),
+            Constraint::cvar_worst_case(0.05, 0.1, 200.0).unwrap(),
+            Constraint::cvar_gaussian(0.05, 0.1, 200.0).unwrap(),
+            Constraint::rate_of_closure(0.2).unwrap(),
+            Constraint::slew_rate_of_closure(0.2, 0.5).unwrap(),
+            Constraint::BackupSet { depth: f64::NAN },
+        ] {
+            assert!(c.check().is_ok(), "{c:?}");
+        }
+    }
 
     fn any_f64() -> impl Strategy<Value = f64> {
         prop_oneof![

@@ -20,7 +20,7 @@ pub mod bound;
 pub mod constraint;
 pub mod decide;
 
-pub use backup::BackupPolicy;
+pub use backup::{Backup, BackupPolicy};
 pub use barrier::Barrier;
 pub use constraint::{Constraint, ConstraintKind, FilterState};
 pub use decide::{Decision, Filter, FilterError};

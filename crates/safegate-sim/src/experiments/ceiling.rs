@@ -10,7 +10,7 @@
 use super::{Report, Row, Setup};
 use crate::health::{HealthSchedule, HealthTrack};
 use crate::model::usl_throughput;
-use crate::{run_fluid, Config, RunOptions};
+use crate::{Config, RunOptions};
 
 /// Run the experiment.
 pub fn run(setup: &Setup) -> Report {
@@ -24,8 +24,8 @@ pub fn run(setup: &Setup) -> Report {
         dt: 1.0,
         ..setup.base.clone()
     };
-    let measured =
-        pool.capacity - run_fluid(&one_step, &mut safegate_core::Open, RunOptions::default()).summary.queue_final;
+    let measured = pool.capacity
+        - crate::fluid::simulate(&one_step, &mut safegate_core::Open, RunOptions::default()).summary.queue_final;
     let ceiling = Row::close("ceiling", "joint ceiling with all P busy, s·C²/P [req/s]", 75.0, measured, 1e-9, 2)
         .note(format!("closed form {closed:.4}; simulated one step from a full queue at H = 1: {measured:.4}"));
 
@@ -44,7 +44,8 @@ pub fn run(setup: &Setup) -> Report {
             duration: 400.0,
             ..setup.base.clone()
         };
-        lowest = lowest.min(run_fluid(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_min);
+        lowest =
+            lowest.min(crate::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_min);
     }
     let no_drain = Row::new(
         "no-drain-any-health",

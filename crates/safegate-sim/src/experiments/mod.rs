@@ -256,7 +256,7 @@ pub(crate) fn dip_shape(setup: &Setup) -> crate::DipShape {
 /// Fluid run helper shared by the experiments: queue series at every step.
 pub(crate) fn fluid_series(cfg: &Config, sensitivity: f64, threshold: f64) -> crate::Series {
     let mut gate = safegate_core::SeedGate::new(threshold, sensitivity).expect("experiment gate parameters are valid");
-    crate::run_fluid(cfg, &mut gate, crate::RunOptions { record_every: Some(1), progress: None })
+    crate::fluid::simulate(cfg, &mut gate, crate::RunOptions { record_every: Some(1), progress: None })
         .series
         .expect("recorded")
 }

@@ -6,7 +6,7 @@
 
 use super::{Report, Row, Setup};
 use crate::health::{HealthSchedule, HealthTrack};
-use crate::{run_fluid, Config, RunOptions};
+use crate::{Config, RunOptions};
 
 fn final_queue(setup: &Setup, lambda: f64) -> f64 {
     let shape = super::dip_shape(setup);
@@ -17,7 +17,7 @@ fn final_queue(setup: &Setup, lambda: f64) -> f64 {
         initial_queue: 0.0,
         ..setup.base.clone()
     };
-    run_fluid(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_final
+    crate::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_final
 }
 
 /// Run the experiment.

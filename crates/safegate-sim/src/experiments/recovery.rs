@@ -8,7 +8,7 @@
 
 use super::{Figure, Report, Row, Setup};
 use crate::health::{HealthSchedule, HealthTrack};
-use crate::{run_fluid, Config, RunOptions};
+use crate::{Config, RunOptions};
 
 /// Recovery delay after a dip at 20 s with the setup's pool and dip shape, or `None`.
 pub fn recovery_delay(setup: &Setup, lambda: f64) -> Option<f64> {
@@ -25,7 +25,7 @@ pub fn recovery_delay(setup: &Setup, lambda: f64) -> Option<f64> {
         initial_queue: 0.0,
         ..setup.base.clone()
     };
-    run_fluid(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.recovery_after_dip
+    crate::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.recovery_after_dip
 }
 
 /// Run the experiment.

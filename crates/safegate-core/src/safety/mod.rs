@@ -16,137 +16,24 @@
 //! action. Counters of interventions, infeasible decisions and throughput given up are kept
 //! for reports (`verify`) and metrics.
 
+mod config;
+mod stats;
+
+pub use config::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
+pub use stats::{BoundBy, FilterStats};
+
 use crate::estimators::{EwmaRate, ServiceCurve, WindowedMoments};
 use crate::filter::backup::{implicit_safe_depth_constant, BackupPolicy};
-use crate::filter::{Barrier, Constraint, ConstraintKind, Decision, Filter, FilterError, FilterState};
+use crate::filter::{Decision, Filter, FilterError, FilterState};
 use crate::policy::{Action, Observation, Policy};
-
-/// Configuration of a [`SafetyFilter`] (usually built from a boundary file).
-#[derive(Debug, Clone)]
-pub struct SafetyConfig {
-    /// The barrier.
-    pub barrier: Barrier,
-    /// Constraints to enforce (a `BackupSet` constraint's depth is kept up to date).
-    pub constraints: Vec<Constraint>,
-    /// Decision period \[s\].
-    pub dt: f64,
-    /// Decision periods of surprises in the σ window.
-    pub window: usize,
-    /// Time constant of the rate estimates \[s\].
-    pub rate_tau: f64,
-    /// What to do when no action satisfies every constraint.
-    pub backup: BackupPolicy,
-    /// Horizon of the backup-implicit safe set \[s\].
-    pub backup_horizon: f64,
-    /// The concurrency cap as a second input (`None`: the filter never changes the cap).
-    pub concurrency: Option<ConcurrencyInput>,
-}
-
-/// The concurrency cap as the filter's second input.
-///
-/// The filter learns the service curve `μ(n, H)` online ([`ServiceCurve`]) from the
-/// completions of periods in which the busy count did not change. When a constraint binds
-/// the nominal admission (or none is feasible), it also tries every cap `n = 1..=P` whose
-/// curve bin is trusted: with the predicted service `μ̂(min(n, q), H)` in the drift, the
-/// closest action is the `(u, n)` minimising `(u_nom − u)² + w·(n − n_nom)²` subject to the
-/// constraints (the filter's QP over a discrete second input, solved by enumeration). On
-/// the seed's pool the curve peaks at `n = C`: capping there can double the service rate,
-/// which is what lets a pinned pool drain where no admission rule can.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ConcurrencyInput {
-    /// Executors in the pool `P` (the cap when the nominal sets none).
-    pub executors: u32,
-    /// `w`: the cost of moving the cap by one executor, in (req/s)² of admitted rate.
-    pub weight: f64,
-    /// Samples a curve bin needs before the filter trusts it.
-    pub min_samples: u64,
-    /// EWMA weight of the curve's bins.
-    pub alpha: f64,
-    /// The contention knee `C` of the declared service-curve shape `n·min(1, (C/n)²)` (the
-    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n_now)`,
-    /// the measured service rate scaled along the declared curve. `None`: learned bins only
-    /// (a pool that never leaves one busy count then never learns another).
-    pub knee: Option<f64>,
-}
-
-impl Default for ConcurrencyInput {
-    fn default() -> Self {
-        Self { executors: 8, weight: 1.0, min_samples: 40, alpha: 0.02, knee: None }
-    }
-}
-
-/// The declared curve shape `n·min(1, (C/n)²)`.
-fn shape(n: f64, knee: f64) -> f64 {
-    if n <= knee {
-        n
-    } else {
-        knee * knee / n
-    }
-}
-
-/// Counters of what the filter did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize)]
-pub struct FilterStats {
-    /// Decisions taken (one per period).
-    pub decisions: u64,
-    /// Decisions where a constraint bound the nominal action.
-    pub interventions: u64,
-    /// Decisions where no action satisfied every constraint (the backup acted).
-    pub infeasible: u64,
-    /// Decisions where the backup also shed retries or capped concurrency.
-    pub backup_escalations: u64,
-    /// Σ nominal admitted rate × dt \[requests\].
-    pub nominal_admitted: f64,
-    /// Σ throughput given up × dt \[requests\] (Corollary 3's cost, measured).
-    pub given_up: f64,
-    /// Interventions by the constraint that bound, in [`ConstraintKind`] order.
-    pub bound_by: [u64; 8],
-    /// Decisions where the filter moved the concurrency cap away from the nominal one.
-    pub cap_changes: u64,
-}
-
-impl FilterStats {
-    /// Share of decisions that were feasible.
-    pub fn feasible_fraction(&self) -> f64 {
-        if self.decisions == 0 {
-            1.0
-        } else {
-            1.0 - self.infeasible as f64 / self.decisions as f64
-        }
-    }
-
-    fn record(&mut self, d: &Decision, dt: f64) {
-        self.decisions += 1;
-        self.nominal_admitted += d.nominal * dt;
-        self.given_up += d.given_up * dt;
-        if !d.feasible {
-            self.infeasible += 1;
-        } else if let Some(k) = d.bound_by {
-            self.interventions += 1;
-            self.bound_by[kind_index(k)] += 1;
-        }
-    }
-}
-
-fn kind_index(k: ConstraintKind) -> usize {
-    match k {
-        ConstraintKind::Expectation => 0,
-        ConstraintKind::Chance => 1,
-        ConstraintKind::PoissonChance => 2,
-        ConstraintKind::Bernstein => 3,
-        ConstraintKind::Cvar => 4,
-        ConstraintKind::RateOfClosure => 5,
-        ConstraintKind::SlewRateOfClosure => 6,
-        ConstraintKind::BackupSet => 7,
-    }
-}
+use config::shape;
 
 /// A nominal controller wrapped by the safety filter.
 ///
 /// # Examples
 ///
 /// ```
-/// use safegate_core::filter::{BackupPolicy, Barrier, Constraint};
+/// use safegate_core::filter::{Backup, Barrier, Constraint};
 /// use safegate_core::safety::{SafetyConfig, SafetyFilter};
 /// use safegate_core::{Observation, Open, Policy};
 ///
@@ -156,8 +43,7 @@ fn kind_index(k: ConstraintKind) -> usize {
 ///     dt: 0.05,
 ///     window: 40,
 ///     rate_tau: 0.5,
-///     backup: BackupPolicy::RejectAll,
-///     backup_horizon: 10.0,
+///     backup: Backup::default(),
 ///     concurrency: None,
 /// };
 /// let mut f = SafetyFilter::new(cfg, Open).unwrap();
@@ -194,8 +80,10 @@ pub struct SafetyFilter<N> {
 }
 
 impl<N: Policy> SafetyFilter<N> {
-    /// Wrap `nominal` in the filter described by `cfg`.
+    /// Wrap `nominal` in the filter described by `cfg`; a value out of range
+    /// ([`SafetyConfig::check`], [`crate::filter::Constraint::check`]) is refused.
     pub fn new(cfg: SafetyConfig, nominal: N) -> Result<Self, FilterError> {
+        cfg.check()?;
         let filter = Filter::new(cfg.barrier, &cfg.constraints)?.with_period(cfg.dt);
         let tau = cfg.rate_tau;
         Ok(Self {
@@ -364,8 +252,8 @@ impl<N: Policy> SafetyFilter<N> {
         let sigma = var.max(prior).sqrt();
         let var0 = (var - self.last_admit_rate * dt).max((s_hat + r_hat) * dt);
 
-        let horizon = self.cfg.backup_horizon;
-        let backup_drift = match self.cfg.backup {
+        let horizon = self.cfg.backup.horizon;
+        let backup_drift = match self.cfg.backup.policy {
             BackupPolicy::RejectAll => r_hat - s_hat,
             BackupPolicy::RejectAllShedRetries { .. } => -s_hat,
         };
@@ -422,7 +310,7 @@ impl<N: Policy> SafetyFilter<N> {
             if let Some(n) = self.fastest_cap(q, obs.in_service, s_hat, obs.health) {
                 action.concurrency = Some(n);
             }
-            if let BackupPolicy::RejectAllShedRetries { concurrency } = self.cfg.backup {
+            if let BackupPolicy::RejectAllShedRetries { concurrency } = self.cfg.backup.policy {
                 if r_hat >= s_hat {
                     action.shed_retries = true;
                     if concurrency.is_some() {
@@ -465,127 +353,4 @@ impl<N: Policy> Policy for SafetyFilter<N> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::Open;
-
-    fn cfg(constraints: Vec<Constraint>) -> SafetyConfig {
-        SafetyConfig {
-            barrier: Barrier::new(0.7, 200.0).unwrap(),
-            constraints,
-            dt: 0.05,
-            window: 40,
-            rate_tau: 0.5,
-            backup: BackupPolicy::RejectAllShedRetries { concurrency: Some(4) },
-            backup_horizon: 10.0,
-            concurrency: None,
-        }
-    }
-
-    fn obs(now: f64, q: f64) -> Observation {
-        let mut o = Observation::new(now, q, 200.0);
-        o.offered_rate = 80.0;
-        o
-    }
-
-    #[test]
-    fn decides_once_per_period_and_repeats_between() {
-        let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
-        f.decide(&obs(0.0, 10.0));
-        f.decide(&obs(0.01, 139.0));
-        f.decide(&obs(0.02, 139.0));
-        assert_eq!(f.stats().decisions, 1);
-        f.decide(&obs(0.05, 139.0));
-        assert_eq!(f.stats().decisions, 2);
-    }
-
-    #[test]
-    fn nan_and_garbage_observations_give_a_safe_action() {
-        let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
-        for (i, q) in [f64::NAN, f64::INFINITY, -5.0, 1e300].into_iter().enumerate() {
-            let mut o = obs(i as f64 * 0.05, q);
-            o.completed = f64::NAN;
-            let a = f.decide(&o);
-            assert!((0.0..=1.0).contains(&a.admit), "{q}: {a:?}");
-        }
-    }
-
-    #[test]
-    fn retries_outrunning_service_escalate_the_backup() {
-        let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
-        let mut a = Action::OPEN;
-        for k in 0..100 {
-            let t = k as f64 * 0.05;
-            let mut o = obs(t, 139.5);
-            o.completed = 10.0 * t;
-            o.retried = 12.0 * t; // clients retrying timed-out work: retries beat service
-            a = f.decide(&o);
-        }
-        assert_eq!(a.admit, 0.0);
-        assert!(a.shed_retries && a.concurrency == Some(4), "{a:?}");
-        assert!(f.stats().infeasible > 0 && f.stats().backup_escalations > 0);
-    }
-
-    /// A pool pinned at eight busy (75 req/s) near the boundary with 80 offered: with the
-    /// declared knee the filter caps at C = 4 (150 req/s) and admits more; without a knee
-    /// and with no learned bins it cannot, and leaves the cap alone.
-    #[test]
-    fn the_cap_is_a_second_input() {
-        let run = |knee: Option<f64>| {
-            let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
-            c.concurrency = Some(ConcurrencyInput { knee, ..ConcurrencyInput::default() });
-            let mut f = SafetyFilter::new(c, Open).unwrap();
-            let mut a = Action::OPEN;
-            for k in 0..200 {
-                let t = k as f64 * 0.05;
-                let mut o = obs(t, 125.0);
-                o.in_service = 8.0;
-                o.health = Some(1.0);
-                o.completed = 75.0 * t;
-                a = f.decide(&o);
-            }
-            (a, f.stats().cap_changes)
-        };
-        let (with, changes) = run(Some(4.0));
-        assert_eq!(with.concurrency, Some(4), "{with:?}");
-        assert!(changes > 0);
-        let (without, none) = run(None);
-        assert_eq!(without.concurrency, None);
-        assert_eq!(none, 0);
-        assert!(with.admit > without.admit, "{} vs {}", with.admit, without.admit);
-    }
-
-    /// Learned bins are used once trusted, and the knee is not needed then.
-    #[test]
-    fn learned_bins_drive_the_cap() {
-        let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
-        c.concurrency = Some(ConcurrencyInput { min_samples: 10, ..ConcurrencyInput::default() });
-        let mut f = SafetyFilter::new(c, Open).unwrap();
-        let mu = |n: f64| 37.5 * n * (16.0 / (n * n)).min(1.0);
-        let (mut t, mut done) = (0.0, 0.0);
-        // Far from the boundary, the busy count wanders over 3..8 and the filter learns.
-        for n in [3.0, 4.0, 5.0, 6.0, 8.0] {
-            for _ in 0..30 {
-                let mut o = obs(t, 30.0);
-                o.in_service = n;
-                o.health = Some(1.0);
-                o.completed = done;
-                f.decide(&o);
-                t += 0.05;
-                done += mu(n) * 0.05;
-            }
-        }
-        assert_eq!(f.service_curve().unwrap().peak().map(|p| p.0), Some(4));
-        let mut a = Action::OPEN;
-        for _ in 0..40 {
-            let mut o = obs(t, 125.0);
-            o.in_service = 8.0;
-            o.health = Some(1.0);
-            o.completed = done;
-            a = f.decide(&o);
-            t += 0.05;
-            done += mu(8.0) * 0.05;
-        }
-        assert_eq!(a.concurrency, Some(4), "{a:?}");
-    }
-}
+mod tests;

@@ -1,0 +1,187 @@
+//! The one error for a value out of range, and the checks that produce it.
+//!
+//! Every configuration in safegate — a boundary file, a scenario, a filter built by hand, a
+//! controller's constants, a tower layer's builder — refuses a value it cannot use with a
+//! [`RangeError`]: the field's dotted path, the value as given and the allowed range in
+//! words. The checks here are the only place a range is written, so the same quantity
+//! (a threshold θ, a capacity, a probability) has the same range everywhere.
+//!
+//! ```
+//! use safegate_core::error::{check, RangeError};
+//!
+//! let e = check::threshold("barrier.threshold", 1.0).unwrap_err();
+//! assert_eq!(e.to_string(), "barrier.threshold = 1 is out of range: allowed (0, 1)");
+//! assert_eq!(e.at("boundary").field, "boundary.barrier.threshold");
+//! assert!(check::capacity("model.capacity", 200.0).is_ok());
+//! ```
+
+use std::fmt;
+
+/// A value outside its allowed range.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct RangeError {
+    /// The field's dotted path, as in the configuration (`probability.epsilon`).
+    pub field: String,
+    /// The value given, as text (`2`, `NaN`, `"latency"`).
+    pub value: String,
+    /// The allowed range, in words (`(0, 1)`).
+    pub allowed: String,
+}
+
+impl RangeError {
+    /// `field = value` is out of range; `allowed` says what would do.
+    pub fn new(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
+        Self { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+    }
+
+    /// The same error with its path under `prefix` (`at("magnitude")`: `eta` →
+    /// `magnitude.eta`). An empty prefix leaves it as is.
+    pub fn at(mut self, prefix: &str) -> Self {
+        if !prefix.is_empty() {
+            self.field = if self.field.is_empty() { prefix.to_string() } else { format!("{prefix}.{}", self.field) };
+        }
+        self
+    }
+}
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} = {} is out of range: allowed {}", self.field, self.value, self.allowed)
+    }
+}
+
+impl std::error::Error for RangeError {}
+
+/// A configuration file that is not valid TOML, has an unknown key or a value of the wrong
+/// type; the message names the key (and the line, for the file's own text).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParseError(pub String);
+
+impl fmt::Display for ParseError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ParseError {}
+
+/// The range checks. Each returns the value when it is allowed, so a constructor reads
+/// `let eps = check::probability("epsilon", eps)?;`. NaN fails every check.
+pub mod check {
+    use super::RangeError;
+
+    /// Largest queue capacity any part of safegate accepts \[requests\].
+    pub const MAX_CAPACITY: f64 = 1e8;
+
+    /// `lo ≤ v ≤ hi`.
+    pub fn within(field: &str, v: f64, lo: f64, hi: f64, allowed: &str) -> Result<f64, RangeError> {
+        if v >= lo && v <= hi {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, allowed))
+        }
+    }
+
+    /// A finite `v > 0`.
+    pub fn positive(field: &str, v: f64) -> Result<f64, RangeError> {
+        if v > 0.0 && v <= f64::MAX {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, "(0, ∞)"))
+        }
+    }
+
+    /// A finite `v ≥ 0`.
+    pub fn non_negative(field: &str, v: f64) -> Result<f64, RangeError> {
+        within(field, v, 0.0, f64::MAX, "[0, ∞)")
+    }
+
+    /// A probability strictly between 0 and 1 (ε, η).
+    pub fn probability(field: &str, v: f64) -> Result<f64, RangeError> {
+        if v > 0.0 && v < 1.0 {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, "(0, 1)"))
+        }
+    }
+
+    /// A share in `[0, 1]` (a sensitivity, a retry probability).
+    pub fn unit(field: &str, v: f64) -> Result<f64, RangeError> {
+        within(field, v, 0.0, 1.0, "[0, 1]")
+    }
+
+    /// A decay factor α in `[0, 1)`.
+    pub fn decay(field: &str, v: f64) -> Result<f64, RangeError> {
+        if (0.0..1.0).contains(&v) {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, "[0, 1)"))
+        }
+    }
+
+    /// A rate-of-closure gain γ in `(0, 1]`.
+    pub fn gain(field: &str, v: f64) -> Result<f64, RangeError> {
+        if v > 0.0 && v <= 1.0 {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, "(0, 1]"))
+        }
+    }
+
+    /// The occupancy threshold θ of a barrier or a gate, as a share of capacity: `(0, 1)`.
+    ///
+    /// One range for every θ: at 0 the safe set is an empty queue, at 1 it is the whole
+    /// buffer (a queue can never leave it, so there is nothing to enforce).
+    pub fn threshold(field: &str, v: f64) -> Result<f64, RangeError> {
+        if v > 0.0 && v < 1.0 {
+            Ok(v)
+        } else {
+            Err(RangeError::new(field, v, "(0, 1)"))
+        }
+    }
+
+    /// A queue capacity: `[1, 1e8]` requests, the same in scenarios, the simulator, the
+    /// filter and the tower layer.
+    pub fn capacity(field: &str, v: f64) -> Result<f64, RangeError> {
+        within(field, v, 1.0, MAX_CAPACITY, "[1, 1e8] requests")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_fails_every_check() {
+        for f in [
+            check::positive,
+            check::non_negative,
+            check::probability,
+            check::unit,
+            check::decay,
+            check::gain,
+            check::threshold,
+            check::capacity,
+        ] {
+            let e = f("x", f64::NAN).unwrap_err();
+            assert_eq!((e.field.as_str(), e.value.as_str()), ("x", "NaN"));
+        }
+    }
+
+    #[test]
+    fn the_path_nests() {
+        let e = RangeError::new("eta", 2.0, "(0, 1)").at("magnitude").at("boundary");
+        assert_eq!(e.field, "boundary.magnitude.eta");
+        assert_eq!(e.to_string(), "boundary.magnitude.eta = 2 is out of range: allowed (0, 1)");
+        assert_eq!(RangeError::new("", 1, "x").at("p").field, "p");
+    }
+
+    #[test]
+    fn one_threshold_range() {
+        assert!(check::threshold("t", 0.0).is_err());
+        assert!(check::threshold("t", 1.0).is_err());
+        assert!(check::threshold("t", 0.7).is_ok());
+        assert!(check::capacity("c", 1e9).is_err());
+        assert!(check::capacity("c", 0.5).is_err());
+    }
+}

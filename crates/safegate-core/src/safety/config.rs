@@ -1,0 +1,116 @@
+//! What a [`super::SafetyFilter`] is configured with, and the ranges it accepts.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{check, RangeError};
+use crate::filter::{Backup, Barrier, Constraint};
+
+/// Shortest decision period the filter accepts \[s\]: below 100 µs a period is finer than the
+/// clocks and schedulers that would run it, and the per-period estimates carry no signal.
+pub const MIN_PERIOD: f64 = 1e-4;
+/// Longest decision period \[s\].
+pub const MAX_PERIOD: f64 = 3600.0;
+/// Most decision periods in the σ window (a window is held in memory, one number a period).
+pub const MAX_WINDOW: usize = 100_000;
+
+/// Configuration of a [`super::SafetyFilter`] (usually built from a boundary file).
+///
+/// [`super::SafetyFilter::new`] refuses one that fails [`SafetyConfig::check`], naming the
+/// field, its value and the allowed range.
+#[derive(Debug, Clone)]
+pub struct SafetyConfig {
+    /// The barrier.
+    pub barrier: Barrier,
+    /// Constraints to enforce (a `BackupSet` constraint's depth is kept up to date).
+    pub constraints: Vec<Constraint>,
+    /// Decision period \[s\], in `[MIN_PERIOD, MAX_PERIOD]`.
+    pub dt: f64,
+    /// Decision periods of surprises in the σ window, in `[2, MAX_WINDOW]`.
+    pub window: usize,
+    /// Time constant of the rate estimates \[s\], `(0, ∞)`.
+    pub rate_tau: f64,
+    /// What to do when no action satisfies every constraint, and over what horizon its
+    /// implicit safe set is computed.
+    pub backup: Backup,
+    /// The concurrency cap as a second input (`None`: the filter never changes the cap).
+    pub concurrency: Option<ConcurrencyInput>,
+}
+
+impl SafetyConfig {
+    /// Check every value (the constraints are checked by [`crate::filter::Filter::new`]).
+    pub fn check(&self) -> Result<(), RangeError> {
+        check::within("dt", self.dt, MIN_PERIOD, MAX_PERIOD, "[1e-4, 3600] seconds")?;
+        if !(2..=MAX_WINDOW).contains(&self.window) {
+            return Err(RangeError::new("window", self.window, "[2, 100000] decision periods"));
+        }
+        check::positive("rate_tau", self.rate_tau)?;
+        self.backup.check().map_err(|e| e.at("backup"))?;
+        if let Some(c) = &self.concurrency {
+            c.check().map_err(|e| e.at("concurrency"))?;
+        }
+        Ok(())
+    }
+}
+
+/// The concurrency cap as the filter's second input (a boundary file's `[concurrency]`).
+///
+/// The filter learns the service curve `μ(n, H)` online
+/// ([`ServiceCurve`](crate::estimators::ServiceCurve)) from the completions of periods in
+/// which the busy count did not change. When a constraint binds the nominal admission (or
+/// none is feasible), it also tries every cap `n = 1..=P` whose curve bin is trusted: with
+/// the predicted service `μ̂(min(n, q), H)` in the drift, the closest action is the `(u, n)`
+/// minimising `(u_nom − u)² + w·(n − n_nom)²` subject to the constraints (the filter's QP
+/// over a discrete second input, solved by enumeration). On the seed's pool the curve peaks
+/// at `n = C`: capping there can double the service rate, which is what lets a pinned pool
+/// drain where no admission rule can.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ConcurrencyInput {
+    /// Executors in the pool `P`, the cap when the nominal sets none (8), in `[1, 1e6]`.
+    pub executors: u32,
+    /// `w` in the objective `(u_nom − u)² + w·(n − n_nom)²` [(req/s)² per executor²] (1:
+    /// moving the cap by k executors costs as much as giving up k req/s).
+    pub weight: f64,
+    /// Samples a curve bin needs before it is trusted (40: two seconds at 50 ms).
+    pub min_samples: u64,
+    /// EWMA weight of the curve's bins, `(0, 1]` (0.02).
+    pub alpha: f64,
+    /// The contention knee `C` of the declared service-curve shape `n·min(1, (C/n)²)` (the
+    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n_now)`,
+    /// the measured service rate scaled along the declared curve. `None`: learned bins only
+    /// (a pool that never leaves one busy count then never learns another).
+    pub knee: Option<f64>,
+}
+
+impl Default for ConcurrencyInput {
+    fn default() -> Self {
+        Self { executors: 8, weight: 1.0, min_samples: 40, alpha: 0.02, knee: None }
+    }
+}
+
+impl ConcurrencyInput {
+    /// Check every value.
+    pub fn check(&self) -> Result<(), RangeError> {
+        if !(1..=1_000_000).contains(&self.executors) {
+            return Err(RangeError::new("executors", self.executors, "an integer in [1, 1000000]"));
+        }
+        check::non_negative("weight", self.weight)?;
+        if self.min_samples == 0 {
+            return Err(RangeError::new("min_samples", 0, "1 or more"));
+        }
+        check::gain("alpha", self.alpha)?;
+        if let Some(k) = self.knee {
+            check::positive("knee", k)?;
+        }
+        Ok(())
+    }
+}
+
+/// The declared curve shape `n·min(1, (C/n)²)`.
+pub(super) fn shape(n: f64, knee: f64) -> f64 {
+    if n <= knee {
+        n
+    } else {
+        knee * knee / n
+    }
+}

@@ -1,0 +1,146 @@
+use super::*;
+use crate::filter::{Backup, Barrier, Constraint};
+use crate::Open;
+
+fn cfg(constraints: Vec<Constraint>) -> SafetyConfig {
+    SafetyConfig {
+        barrier: Barrier::new(0.7, 200.0).unwrap(),
+        constraints,
+        dt: 0.05,
+        window: 40,
+        rate_tau: 0.5,
+        backup: Backup { policy: BackupPolicy::RejectAllShedRetries { concurrency: Some(4) }, ..Backup::default() },
+        concurrency: None,
+    }
+}
+
+fn obs(now: f64, q: f64) -> Observation {
+    let mut o = Observation::new(now, q, 200.0);
+    o.offered_rate = 80.0;
+    o
+}
+
+/// Values a filter cannot use are refused with the field, not run into a filter that
+/// silently admits nothing.
+#[test]
+fn a_config_out_of_range_is_refused_with_its_field() {
+    let bern = || vec![Constraint::bernstein(1e-6, 0.0).unwrap()];
+    let refused = |c: SafetyConfig| match SafetyFilter::new(c, Open) {
+        Err(FilterError::Invalid(e)) => e,
+        other => panic!("accepted: {other:?}"),
+    };
+    assert_eq!(refused(SafetyConfig { dt: 0.0, ..cfg(bern()) }).field, "dt");
+    assert_eq!(refused(SafetyConfig { window: 0, ..cfg(bern()) }).field, "window");
+    assert_eq!(refused(SafetyConfig { rate_tau: -1.0, ..cfg(bern()) }).field, "rate_tau");
+    assert_eq!(refused(SafetyConfig { dt: 1e-12, ..cfg(bern()) }).allowed, "[1e-4, 3600] seconds");
+    let mut c = cfg(bern());
+    c.concurrency = Some(ConcurrencyInput { executors: 0, ..ConcurrencyInput::default() });
+    assert_eq!(refused(c).field, "concurrency.executors");
+    let mut c = cfg(bern());
+    c.backup.horizon = f64::NAN;
+    assert_eq!(refused(c).field, "backup.horizon");
+    // A hand-built constraint out of range names its index and parameter.
+    let e = refused(cfg(vec![Constraint::Chance { kappa: -50.0, decay: 0.0 }]));
+    assert_eq!((e.field.as_str(), e.value.as_str()), ("constraints[0].kappa", "-50"));
+}
+
+#[test]
+fn decides_once_per_period_and_repeats_between() {
+    let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
+    f.decide(&obs(0.0, 10.0));
+    f.decide(&obs(0.01, 139.0));
+    f.decide(&obs(0.02, 139.0));
+    assert_eq!(f.stats().decisions, 1);
+    f.decide(&obs(0.05, 139.0));
+    assert_eq!(f.stats().decisions, 2);
+}
+
+#[test]
+fn nan_and_garbage_observations_give_a_safe_action() {
+    let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
+    for (i, q) in [f64::NAN, f64::INFINITY, -5.0, 1e300].into_iter().enumerate() {
+        let mut o = obs(i as f64 * 0.05, q);
+        o.completed = f64::NAN;
+        let a = f.decide(&o);
+        assert!((0.0..=1.0).contains(&a.admit), "{q}: {a:?}");
+    }
+}
+
+#[test]
+fn retries_outrunning_service_escalate_the_backup() {
+    let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
+    let mut a = Action::OPEN;
+    for k in 0..100 {
+        let t = k as f64 * 0.05;
+        let mut o = obs(t, 139.5);
+        o.completed = 10.0 * t;
+        o.retried = 12.0 * t; // clients retrying timed-out work: retries beat service
+        a = f.decide(&o);
+    }
+    assert_eq!(a.admit, 0.0);
+    assert!(a.shed_retries && a.concurrency == Some(4), "{a:?}");
+    assert!(f.stats().infeasible > 0 && f.stats().backup_escalations > 0);
+}
+
+/// A pool pinned at eight busy (75 req/s) near the boundary with 80 offered: with the
+/// declared knee the filter caps at C = 4 (150 req/s) and admits more; without a knee
+/// and with no learned bins it cannot, and leaves the cap alone.
+#[test]
+fn the_cap_is_a_second_input() {
+    let run = |knee: Option<f64>| {
+        let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+        c.concurrency = Some(ConcurrencyInput { knee, ..ConcurrencyInput::default() });
+        let mut f = SafetyFilter::new(c, Open).unwrap();
+        let mut a = Action::OPEN;
+        for k in 0..200 {
+            let t = k as f64 * 0.05;
+            let mut o = obs(t, 125.0);
+            o.in_service = 8.0;
+            o.health = Some(1.0);
+            o.completed = 75.0 * t;
+            a = f.decide(&o);
+        }
+        (a, f.stats().cap_changes)
+    };
+    let (with, changes) = run(Some(4.0));
+    assert_eq!(with.concurrency, Some(4), "{with:?}");
+    assert!(changes > 0);
+    let (without, none) = run(None);
+    assert_eq!(without.concurrency, None);
+    assert_eq!(none, 0);
+    assert!(with.admit > without.admit, "{} vs {}", with.admit, without.admit);
+}
+
+/// Learned bins are used once trusted, and the knee is not needed then.
+#[test]
+fn learned_bins_drive_the_cap() {
+    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+    c.concurrency = Some(ConcurrencyInput { min_samples: 10, ..ConcurrencyInput::default() });
+    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let mu = |n: f64| 37.5 * n * (16.0 / (n * n)).min(1.0);
+    let (mut t, mut done) = (0.0, 0.0);
+    // Far from the boundary, the busy count wanders over 3..8 and the filter learns.
+    for n in [3.0, 4.0, 5.0, 6.0, 8.0] {
+        for _ in 0..30 {
+            let mut o = obs(t, 30.0);
+            o.in_service = n;
+            o.health = Some(1.0);
+            o.completed = done;
+            f.decide(&o);
+            t += 0.05;
+            done += mu(n) * 0.05;
+        }
+    }
+    assert_eq!(f.service_curve().unwrap().peak().map(|p| p.0), Some(4));
+    let mut a = Action::OPEN;
+    for _ in 0..40 {
+        let mut o = obs(t, 125.0);
+        o.in_service = 8.0;
+        o.health = Some(1.0);
+        o.completed = done;
+        a = f.decide(&o);
+        t += 0.05;
+        done += mu(8.0) * 0.05;
+    }
+    assert_eq!(a.concurrency, Some(4), "{a:?}");
+}
