@@ -154,6 +154,6 @@ mod tests {
         assert_eq!(big.check().unwrap_err().allowed, "[1, 1e8] requests");
         let e = Config { initial_queue: 500.0, ..Config::default() }.check().unwrap_err();
         assert_eq!(e.field, "run.initial_queue");
-        assert!(e.to_string().contains("[0, capacity]"));
+        assert!(e.to_string().contains("[0, model.capacity = 200]"), "{e}");
     }
 }
