@@ -9,7 +9,8 @@
 //!
 //! The horizon guarantee is built from per-step chance constraints by the union bound:
 //! `P(exit within K = T/dt steps) ≤ K·ε_step`, so `ε_step = ε·dt/T`, valid while every visited
-//! state is feasible (MATH.md (b)); the backup covers the rest, and `safegate verify`
+//! state is feasible (docs/math.md §Union bound over the horizon); the backup covers the
+//! rest, and `safegate verify`
 //! measures what actually happens.
 
 use serde::{Deserialize, Serialize};
@@ -95,7 +96,7 @@ pub enum DisturbanceModel {
     Gaussian,
     /// Cantelli: any law with the estimated variance; very conservative at small ε.
     Cantelli,
-    /// Poisson admissions with a Gaussian quantile (MATH.md (b)).
+    /// Poisson admissions with a Gaussian quantile (docs/math.md §Chance constraints).
     Poisson,
 }
 

@@ -18,7 +18,7 @@ pub enum RetryPath {
 /// Retries: a completed request fails downstream and re-enters with probability `p(H)`.
 ///
 /// Off by default: the seed's numbers need no retries beyond health-scaled clearing
-/// (MODEL.md). The seed names both forms: a constant probability (Schroeder's partly-open
+/// (docs/model.md §Retries). The seed names both forms: a constant probability (Schroeder's partly-open
 /// model) or one that rises as health falls (its opening incident).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
@@ -105,7 +105,8 @@ impl Retries {
 /// The law of one request's work, in units of one executor-second at unit rate, mean 1.
 ///
 /// An executor clears work at rate `H(t)·s·min(1, (C/n)²)`; with exponential work this is
-/// the memoryless model of MODEL.md, with the others the same mean and a heavier tail.
+/// the memoryless model of docs/model.md §Stochastic mode, with the others the same mean and
+/// a heavier tail.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 #[serde(tag = "distribution", rename_all = "lowercase")]
 pub enum ServiceLaw {

@@ -31,7 +31,8 @@ pub struct Config {
     pub seed: u64,
     /// Queue depth at t = 0.
     pub initial_queue: f64,
-    /// Queue depth counted as drained (MODEL.md: any of 3–6 gives the same recovery delay).
+    /// Queue depth counted as drained (docs/model.md §How each of the seed's numbers is
+    /// measured: any of 3–6 gives the same recovery delay).
     pub drain_level: f64,
     /// Start of the settled window whose queue range the summary reports \[s\].
     pub warmup: f64,

@@ -7,7 +7,7 @@
 //!
 //! with `a(t)` the admitted fraction the policy chooses (`1 − rej(q)` for the seed's gate)
 //! and `μ` the pool's clearing rate (see [`crate::model`]). This reproduces every fluid
-//! number the seed reports (MODEL.md, "How each reported number is measured"). Health and
+//! number the seed reports (docs/model.md §How each of the seed's numbers is measured). Health and
 //! the policy are read at the start of each step; the queue is sampled after it.
 
 use safegate_core::{Observation, Policy};

@@ -2,8 +2,8 @@
 //!
 //! The seed's repeating cycle (period 19 s, starting with the high hold at t = 0): 7 s at
 //! 1.0, a 5 s linear ramp down to 0.1, 2 s at 0.1, a 5 s linear ramp back up. A single dip is
-//! the same ramp-hold-ramp once, from a start time, 1.0 elsewhere (MODEL.md, after the
-//! seed's earlier parts whose widgets define the schedule).
+//! the same ramp-hold-ramp once, from a start time, 1.0 elsewhere (docs/model.md §Health,
+//! after the earlier parts of the seed's series, whose widgets define the schedule).
 //!
 //! Every schedule is piecewise linear, which lets the stochastic simulator integrate service
 //! exactly between events ([`HealthTrack::segment`]).

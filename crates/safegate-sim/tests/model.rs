@@ -44,7 +44,8 @@ fn closed_form_ceiling_holds_in_simulation_for_many_pools() {
 
 #[test]
 fn recovery_delays_match_the_seed() {
-    // MODEL.md: single dip at 20 s, no gate, from the dip's end until q ≤ 6.
+    // docs/model.md §How each of the seed's numbers is measured: single dip at 20 s, no gate,
+    // from the dip's end until q ≤ 6.
     for &(lambda, seed_says) in &[
         (40.0, 2.2),
         (50.0, 6.6),

@@ -136,7 +136,8 @@ impl<C> Builder<C> {
     ///
     /// `θ·Q` must be at least [`MIN_BOUNDARY`] requests: the per-step chance constraint
     /// needs a margin of a few requests for one decision period's arrivals (Bernstein's
-    /// range term `ln(1/ε_step)/3` ≈ 4.7 requests at the default boundary, MATH.md), so
+    /// range term `ln(1/ε_step)/3` ≈ 4.7 requests at the default boundary, docs/math.md
+    /// §Chance constraints), so
     /// with a smaller barrier no admission is ever safe and the backup would reject all.
     pub fn capacity(mut self, q: u32) -> Self {
         self.capacity = Some(q);

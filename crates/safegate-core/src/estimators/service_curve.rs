@@ -2,7 +2,7 @@
 //! busy executors `n`, per unit of downstream health `H`.
 //!
 //! The seed's pool has `μ(n, H) = H·s·n·min(1, (C/n)²)`: linear up to the contention knee
-//! `C`, then falling as `s·C²/n` (seed, the executor-pool model; MODEL.md), so throughput
+//! `C`, then falling as `s·C²/n` (seed, the executor-pool model; docs/model.md §The pool), so throughput
 //! peaks at `n = C` (150 req/s at 4 busy for s = 37.5, C = 4) and *falls* beyond it. A
 //! concurrency actuator that caps the pool at the argmax of the curve keeps the pool on the
 //! rising side; the curve's shape is the one the universal scalability law describes

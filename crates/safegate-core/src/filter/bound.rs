@@ -70,7 +70,8 @@ fn variance_sum(x: &HorizonInputs) -> f64 {
 ///
 /// # Examples
 ///
-/// MATH.md's worked check: Q = 200, θ = 0.85, q₀ = 100, K = 100, σ_q = 2, ξ_max = 10, α = 1.
+/// The worked check of docs/math.md §Horizon bound: Q = 200, θ = 0.85, q₀ = 100, K = 100,
+/// σ_q = 2, ξ_max = 10, α = 1.
 ///
 /// ```
 /// use safegate_core::filter::bound::{freedman, HorizonInputs};

@@ -1,6 +1,6 @@
 //! The constraints, each an upper bound `u ≤ U(x)` on the admitted rate.
 //!
-//! Dynamics (MATH.md): `q⁺ = q + dt·(u + d̄) + ξ`, with `d̄` the drift admission does not
+//! Dynamics (docs/math.md §Notation): `q⁺ = q + dt·(u + d̄) + ξ`, with `d̄` the drift admission does not
 //! control (retries minus expected service) and `ξ` zero-mean noise of variance `σ_q²`.
 //! With headroom `G = θQ − q`:
 //!
@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | expectation, `E[h⁺] ≥ α·h` | `(1 − α)G/dt − d̄` | discrete-time CBF (Ames et al. 2017; Cosner et al. 2024) |
 //! | chance, Gaussian or Cantelli κ | `((1 − α)G − κσ_q)/dt − d̄` | Definition 3 per step |
-//! | chance, Poisson admissions (Gaussian approximation) | `(z*² − σ₀²)/dt`, `z* = (−κ + √(κ² + 4(R + σ₀²)))/2`, `R = (1 − α)G − dt·d̄` | MATH.md (b) |
+//! | chance, Poisson admissions (Gaussian approximation) | `(z*² − σ₀²)/dt`, `z* = (−κ + √(κ² + 4(R + σ₀²)))/2`, `R = (1 − α)G − dt·d̄` | docs/math.md §Chance constraints |
 //! | chance, Bernstein (unit jumps, exact tail bound) | `w*/dt`, `w* = R + L − √(2RL + L² + c)`, `R = (1 − α)G − dt·d̄ − L/3`, `c = L²/9 + 2Lσ₀²`, `L = ln(1/ε)` | Bernstein's inequality; this crate |
 //! | worst-case CVaR at tail η ≤ ρ | `(G + Qρ − κ_η σ_q)/dt − d̄`, `κ_η = √((1 − η)/η)` | Corollary 2; Kishida (arXiv 2308.14265); Zymler, Kuhn & Rustem (2013) |
 //! | rate of closure, first order | `γ₀·G/dt − d̄` | Definition 4; Xiao & Belta (2022) |
@@ -16,7 +16,8 @@
 //! | backup-implicit safe set | `(q_I − q)/dt − d̄` | Chen, Jankovic, Santillo & Ames (2021) |
 //!
 //! The Bernstein form is ours: the Gaussian κ under-states the tail of Poisson counts at the
-//! small per-step ε a long horizon needs (MATH.md pitfalls), and Cantelli is vacuous there.
+//! small per-step ε a long horizon needs (docs/math.md §Limits of the guarantees), and
+//! Cantelli is vacuous there.
 //! Arrivals and completions are unit jumps, so the centred next-step increment `X` satisfies
 //! `log E e^{tX} ≤ v·t²/(2(1 − t/3))` with `v = u·dt + σ₀²`, hence `P(X ≥ x) ≤
 //! exp(−x²/(2(v + x/3)))`; requiring that to be ≤ ε at `x = R' − u·dt` and solving the

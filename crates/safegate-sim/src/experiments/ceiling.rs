@@ -31,7 +31,7 @@ pub fn run(setup: &Setup) -> Report {
 
     let usl = usl_throughput(pool.executors as f64, pool.rate, 0.0, 1.0 / (pool.comfortable * pool.comfortable));
     let usl_row = Row::close("usl", "USL X(8), γ = s, κ = 1/C², σ = 0 (\"roughly 67\") [req/s]", 67.0, usl, 0.5, 2)
-        .note("the seed prints \"≈ 67\"; MODEL.md gives 66.67; tolerance covers the rounding");
+        .note("the seed prints \"≈ 67\"; the formula gives 66.67; tolerance covers the rounding");
 
     // λ at the ceiling, queue full: no constant health ≤ 1 lets it drain.
     let levels = [1.0, 0.75, 0.5, 0.25, 0.1];

@@ -1,7 +1,8 @@
 //! IMM false alarms under heavy-tailed noise (seed, "Trusting the Estimate That Triggers the
 //! Boundary"; Falsification Criterion F12).
 //!
-//! Setup (MODEL.md): the truth stays in mode 0 (mean 0) for a 200-step run; the alternate
+//! Setup (docs/model.md §How each of the seed's numbers is measured): the truth stays in
+//! mode 0 (mean 0) for a 200-step run; the alternate
 //! hypothesis has mean 3; noise is N(0, 1), or Student-t with ν = 3 or ν = 1.5 at scale 1;
 //! the filter uses a Gaussian likelihood with sd 1 and mixes with probability 0.02 per step
 //! before each Bayes update; an alarm is the alternate's posterior above 0.5 for ≥ 5

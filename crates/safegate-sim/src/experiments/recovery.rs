@@ -1,7 +1,8 @@
 //! Recovery delay after one health dip, and critical slowing down near the ceiling (seed,
 //! "Why a Rulebook Cannot Do This Job" and "Naming the Shape: Metastability").
 //!
-//! Setup (MODEL.md): one dip starting at t = 20 s, no gate, fluid mode; the delay is the
+//! Setup (docs/model.md §How each of the seed's numbers is measured): one dip starting at
+//! t = 20 s, no gate, fluid mode; the delay is the
 //! time from the dip's end until the queue is first back to ≤ 6. The sweep runs λ = 40 …
 //! 74.9; near the ceiling the delay should grow like `1/(75 − λ)` (a single fixed point
 //! approached ever more slowly), which the `critical-slowing` row checks.
@@ -57,7 +58,7 @@ pub fn run(setup: &Setup) -> Report {
     rows.push(
         Row::new(
             "recovery-sweep",
-            "recovery at λ = 40, 50, 60, 65, 70, 72, 74 [s] (MODEL.md: 2.2, 6.6, 12.4, 19.1, 38.5, 64.4, 193.1)",
+            "recovery at λ = 40, 50, 60, 65, 70, 72, 74 [s] (docs/model.md: 2.2, 6.6, 12.4, 19.1, 38.5, 64.4, 193.1)",
             "2.2 … 193.1",
             listing.join(" "),
             "±0.1 each",
