@@ -37,11 +37,11 @@ pub(crate) struct RunArgs {
     /// Simulated seconds (run.duration).
     #[arg(long, value_name = "SECONDS")]
     pub(crate) duration: Option<f64>,
-    /// Fluid step and sampling interval \[s\] (run.dt).
-    #[arg(long)]
+    /// Fluid step and sampling interval, in seconds (run.dt).
+    #[arg(long, value_name = "SECONDS")]
     pub(crate) dt: Option<f64>,
-    /// Simulator: fluid or stochastic (run.mode).
-    #[arg(long)]
+    /// Simulator (run.mode).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(Mode::ALL.map(|m| m.name())))]
     pub(crate) mode: Option<String>,
     /// Seed of every random draw (run.seed).
     #[arg(long)]
@@ -61,7 +61,7 @@ pub(crate) struct RunArgs {
     /// Fluid busy-executor counting: whole or fluid (model.busy).
     #[arg(long)]
     pub(crate) busy: Option<String>,
-    /// Any scenario key, e.g. `--set health.shape.low=0.2 --set retries.kind=constant`.
+    /// Any scenario key, e.g. `--set health.low=0.2 --set retries.kind=constant`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
     /// Also run the same scenario with the gate off, side by side (always on without a file).
@@ -73,11 +73,11 @@ pub(crate) struct RunArgs {
     /// Keep every N-th sample in the JSON series.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub(crate) every: usize,
-    /// Where to write the SVG chart.
-    #[arg(long, default_value = "safegate-run.svg", value_name = "PATH")]
-    pub(crate) svg: PathBuf,
+    /// Where to write the SVG chart [default: safegate-run.svg; with --json, only when given].
+    #[arg(long, value_name = "PATH")]
+    pub(crate) svg: Option<PathBuf>,
     /// Do not write the chart.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "svg")]
     pub(crate) no_svg: bool,
     /// Run under the safety filter of this boundary file (replaces a `[boundary]` table);
     /// the gate becomes its nominal controller, and the gate alone is the baseline.
@@ -215,9 +215,16 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
 
-    if !args.no_svg {
+    // The chart goes to --svg, or by default to safegate-run.svg when a table is printed
+    // (a --json run writes no file it was not asked for).
+    let chart = match (&args.svg, args.no_svg || args.json) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(PathBuf::from("safegate-run.svg")),
+        (None, true) => None,
+    };
+    if let Some(path) = &chart {
         let svg = render_chart(&scenario, &cfg, &reports);
-        std::fs::write(&args.svg, svg).with_context(|| format!("writing the chart to {}", args.svg.display()))?;
+        std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
 
     if args.json {
@@ -230,7 +237,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             "summary": primary.outcome.summary,
             "series": primary.outcome.series,
             "baseline": baseline,
-            "chart": (!args.no_svg).then(|| args.svg.display().to_string()),
+            "chart": chart.as_ref().map(|p| p.display().to_string()),
         });
         println!("{}", serde_json::to_string(&doc)?);
     } else {
@@ -239,8 +246,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             println!("overrides (the description above them is the file's): {}", list.join(", "));
         }
         print!("{}", render_table(&scenario, &cfg, &origin, &reports));
-        if !args.no_svg {
-            println!("chart: {}", args.svg.display());
+        if let Some(path) = &chart {
+            println!("chart: {}", path.display());
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -299,7 +306,7 @@ fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunR
         cfg.pool.executors
     );
     if cfg.retries.enabled() {
-        let _ = writeln!(s, "  retries ON: {:?}", cfg.retries);
+        let _ = writeln!(s, "  retries on: {}", cfg.retries);
     } else {
         let _ = writeln!(s, "  retries off");
     }

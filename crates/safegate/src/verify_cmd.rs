@@ -56,7 +56,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
             base.service
         );
     }
-    if scenario.run.mode != safegate_sim::Mode::Stepped {
+    if args.scenario.is_some() && scenario.run.mode != safegate_sim::Mode::Stepped {
         eprintln!(
             "note: verify always runs the stepped stochastic chain (run.mode = {} in the scenario is not used)",
             scenario.run.mode

@@ -280,3 +280,23 @@ fn bench_overhead_prints_ns_per_request_and_the_ratio() {
         assert!(matches!((r, lo, hi), (Some(r), Some(lo), Some(hi)) if lo <= r && r <= hi), "{figures}");
     }
 }
+
+/// Small things a new user met (issue "one shape"): `--json` writes no chart it was not
+/// asked for, help text is plain, every mode is listed, retries print in words.
+#[test]
+fn json_writes_no_chart_and_help_is_plain() {
+    let dir = std::env::temp_dir().join(format!("safegate-cli-json-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).current_dir(&dir).output().unwrap();
+    let out = run(&["run", "--json", "--duration", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!dir.join("safegate-run.svg").exists(), "--json wrote safegate-run.svg");
+    let help = String::from_utf8(run(&["run", "--help"]).stdout).unwrap();
+    assert!(!help.contains("\\["), "escaped brackets in help: {help}");
+    assert!(help.contains("stepped"), "{help}");
+    let sc = scenario("retries-heavy-tail.toml");
+    let out = run(&["run", &sc, "--no-svg", "--duration", "20"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("Constant {") && !text.contains("Health {"), "{text}");
+    std::fs::remove_dir_all(&dir).ok();
+}

@@ -22,13 +22,23 @@ pub enum Mode {
     Stepped,
 }
 
-impl fmt::Display for Mode {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Mode {
+    /// Every mode, in the order `--help` lists them.
+    pub const ALL: [Mode; 3] = [Mode::Fluid, Mode::Stochastic, Mode::Stepped];
+
+    /// The name a scenario file and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
             Mode::Fluid => "fluid",
             Mode::Stochastic => "stochastic",
             Mode::Stepped => "stepped",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
