@@ -287,7 +287,8 @@ fn bench_overhead_prints_ns_per_request_and_the_ratio() {
 fn json_writes_no_chart_and_help_is_plain() {
     let dir = std::env::temp_dir().join(format!("safegate-cli-json-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let run = |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).current_dir(&dir).output().unwrap();
+    let run =
+        |args: &[&str]| Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).current_dir(&dir).output().unwrap();
     let out = run(&["run", "--json", "--duration", "20"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.join("safegate-run.svg").exists(), "--json wrote safegate-run.svg");
