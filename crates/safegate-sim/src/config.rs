@@ -57,6 +57,9 @@ impl Default for Config {
     }
 }
 
+/// A run's result, or the field of its [`Config`] that [`Config::check`] refused.
+pub type Checked<T> = Result<T, RangeError>;
+
 /// A step change of the offered rate: λ = `rate` on `[start, start + duration)`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, serde::Deserialize)]
 #[serde(deny_unknown_fields)]

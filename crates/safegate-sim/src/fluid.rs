@@ -13,7 +13,7 @@
 use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
-use crate::config::Config;
+use crate::config::{Checked, Config};
 use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// Run the fluid model of `cfg` under `policy`.
@@ -38,16 +38,11 @@ use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 /// let delay = out.summary.recovery_after_dip.unwrap();
 /// assert!((delay - 9.0).abs() < 0.05);
 /// ```
-pub fn run_fluid<P: Policy + ?Sized>(
-    cfg: &Config,
-    policy: &mut P,
-    opts: RunOptions<'_>,
-) -> Result<Outcome, safegate_core::RangeError> {
-    cfg.check()?;
-    Ok(simulate(cfg, policy, opts))
+pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Checked<Outcome> {
+    crate::run(crate::Mode::Fluid, cfg, policy, opts)
 }
 
-/// [`run_fluid`] on a configuration known to pass [`Config::check`].
+/// The fluid model on a configuration that passed [`Config::check`].
 pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity;

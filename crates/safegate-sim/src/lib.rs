@@ -39,7 +39,7 @@ pub mod stochastic;
 pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
-pub use config::{Config, Spike};
+pub use config::{Checked, Config, Spike};
 pub use fluid::run_fluid;
 pub use health::{DipShape, HealthNoise, HealthSchedule, HealthTrack};
 pub use model::{usl_throughput, Busy, Pool};
@@ -52,12 +52,7 @@ use safegate_core::Policy;
 
 /// Run `cfg` in `mode` under `policy`; a configuration that fails [`Config::check`] is
 /// refused with the field, its value and the allowed range.
-pub fn run<P: Policy + ?Sized>(
-    mode: Mode,
-    cfg: &Config,
-    policy: &mut P,
-    opts: RunOptions<'_>,
-) -> Result<Outcome, safegate_core::RangeError> {
+pub fn run<P: Policy + ?Sized>(mode: Mode, cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Checked<Outcome> {
     cfg.check()?;
     Ok(match mode {
         Mode::Fluid => fluid::simulate(cfg, policy, opts),

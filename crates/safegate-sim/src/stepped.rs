@@ -18,7 +18,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
-use crate::config::Config;
+use crate::config::{Checked, Config};
 use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// Cumulative Poisson probabilities for one mean, for sampling by inversion, with a guide
@@ -118,16 +118,11 @@ fn binomial<R: Rng>(rng: &mut R, n: u32, p: f64) -> u32 {
 }
 
 /// Run the stepped stochastic model of `cfg` under `policy`, seeded by `cfg.seed`.
-pub fn run_stepped<P: Policy + ?Sized>(
-    cfg: &Config,
-    policy: &mut P,
-    opts: RunOptions<'_>,
-) -> Result<Outcome, safegate_core::RangeError> {
-    cfg.check()?;
-    Ok(simulate(cfg, policy, opts))
+pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Checked<Outcome> {
+    crate::run(crate::Mode::Stepped, cfg, policy, opts)
 }
 
-/// [`run_stepped`] on a configuration known to pass [`Config::check`].
+/// The stepped model on a configuration that passed [`Config::check`].
 pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;

@@ -21,7 +21,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use safegate_core::{Observation, Policy};
 
 use crate::behaviour::RetryPath;
-use crate::config::Config;
+use crate::config::{Checked, Config};
 use crate::record::{Outcome, RunOptions, Series, Totals, Tracker};
 
 /// A request in service: completes when the work clock reaches `target`.
@@ -100,16 +100,11 @@ fn time_to_work(need: f64, f: f64, h: f64, g: f64) -> f64 {
 /// assert_eq!(a, b);
 /// assert!(a.summary.cleared > 0.0);
 /// ```
-pub fn run_stochastic<P: Policy + ?Sized>(
-    cfg: &Config,
-    policy: &mut P,
-    opts: RunOptions<'_>,
-) -> Result<Outcome, safegate_core::RangeError> {
-    cfg.check()?;
-    Ok(simulate(cfg, policy, opts))
+pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Checked<Outcome> {
+    crate::run(crate::Mode::Stochastic, cfg, policy, opts)
 }
 
-/// [`run_stochastic`] on a configuration known to pass [`Config::check`].
+/// The stochastic model on a configuration that passed [`Config::check`].
 pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
