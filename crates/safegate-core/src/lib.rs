@@ -21,12 +21,10 @@
 
 pub mod boundary;
 pub mod controllers;
-pub mod cycle;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
 pub mod policy;
-pub mod probe;
 pub mod quantile;
 pub mod safety;
 pub mod stats;

@@ -21,7 +21,7 @@
 use rayon::prelude::*;
 use safegate_core::boundary::Boundary;
 use safegate_core::controllers::{self, Actuator, Setting};
-use safegate_core::cycle::{Cycle, CycleConfig};
+use safegate_core::controllers::{Cycle, CycleConfig};
 use safegate_core::safety::{FilterStats, SafetyFilter};
 use safegate_core::stats::empirical_cvar;
 use safegate_core::{Open, Policy, SeedGate};

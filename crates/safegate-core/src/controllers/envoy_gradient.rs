@@ -72,10 +72,7 @@ impl EnvoyGradientConfig {
     /// minimum and the minRTT concurrency are at most that.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
-        let max = match actuator {
-            Actuator::InFlight => setting.cap_in_flight(f64::from(d.max_limit)) as u32,
-            Actuator::Executors => setting.executors.max(1),
-        };
+        let max = setting.max_limit(actuator, f64::from(d.max_limit)) as u32;
         Self {
             actuator,
             update_interval: d.update_interval.max(setting.period),

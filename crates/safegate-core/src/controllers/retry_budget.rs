@@ -97,7 +97,7 @@ impl<P: Policy> RetryBudget<P> {
     }
 
     /// `inner` under a budget with `cfg`, which the caller has checked.
-    pub(crate) fn from_checked(cfg: RetryBudgetConfig, inner: P) -> Self {
+    fn from_checked(cfg: RetryBudgetConfig, inner: P) -> Self {
         Self {
             ticker: Ticker::new(cfg.interval),
             cfg,
@@ -176,6 +176,16 @@ impl<P: Policy> Policy for RetryBudget<P> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
+}
+
+/// `inner` under a [`RetryBudget`] with the Finagle defaults, updated every
+/// [`Setting::period`].
+pub fn with_retry_budget(inner: Box<dyn Policy + Send>, setting: &Setting) -> Box<dyn Policy + Send> {
+    let cfg = RetryBudgetConfig::for_setting(&setting.sanitized());
+    // A sanitized setting always gives a valid budget (tested); the fallback only guards
+    // against a future change breaking that, and never drops the controller.
+    let cfg = if cfg.check().is_ok() { cfg } else { RetryBudgetConfig::default() };
+    Box::new(RetryBudget::from_checked(cfg, inner))
 }
 
 #[cfg(test)]

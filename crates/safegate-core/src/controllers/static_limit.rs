@@ -30,11 +30,7 @@ impl Default for StaticConfig {
 impl StaticConfig {
     /// In flight: 20, at most the capacity; executors: the pool size.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
-        let limit = match actuator {
-            Actuator::InFlight => setting.cap_in_flight(20.0) as u32,
-            Actuator::Executors => setting.executors.max(1),
-        };
-        Self { actuator, limit }
+        Self { actuator, limit: setting.max_limit(actuator, f64::from(Self::default().limit)) as u32 }
     }
 }
 

@@ -30,9 +30,9 @@
 //! Optionally the controller also caps concurrency (the second actuator): a fixed cap, such
 //! as the pool's comfortable concurrency `C` where the service curve peaks.
 
+use super::probe::PROBE_BW_GAINS;
 use crate::estimators::{ImmConfig, TwoModeImm, WindowedMax};
 use crate::policy::{Action, Observation, Policy};
-use crate::probe::PROBE_BW_GAINS;
 use crate::ConfigError;
 
 /// Configuration of [`Cycle`].
@@ -103,7 +103,7 @@ pub struct RoundRecord {
 /// # Examples
 ///
 /// ```
-/// use safegate_core::cycle::{Cycle, CycleConfig};
+/// use safegate_core::controllers::{Cycle, CycleConfig};
 /// use safegate_core::{Observation, Policy};
 ///
 /// let mut c = Cycle::new(CycleConfig { abort_gamma: None, ..CycleConfig::default() }).unwrap();
