@@ -20,11 +20,12 @@
 
 use rayon::prelude::*;
 use safegate_core::boundary::Boundary;
-use safegate_core::controllers::{self, Actuator, Setting};
-use safegate_core::controllers::{Cycle, CycleConfig};
+use safegate_core::controllers::{
+    ControllerKind, Cycle, CycleConfig, PolicyBase, PolicySpec, PolicySpecError, Setting,
+};
 use safegate_core::safety::{FilterStats, SafetyFilter};
 use safegate_core::stats::empirical_cvar;
-use safegate_core::{Open, Policy, SeedGate};
+use safegate_core::Policy;
 use serde::Serialize;
 
 use crate::behaviour::{Retries, RetryPath, ServiceLaw};
@@ -46,80 +47,38 @@ pub struct Case {
     pub config: Config,
 }
 
-/// The policies run by default, in report order.
-pub const DEFAULT_POLICIES: &[&str] = &[
-    "open",
-    "seed-gate",
-    "cycle",
-    "cycle+pool",
-    "gradient2",
-    "gradient2+pool",
-    "vegas",
-    "aimd",
-    "envoy-gradient",
-    "static",
-    "credits",
-    "priority-levels",
-    "sre-throttle",
-];
+/// The policies run by default, in report order: every base of the registry
+/// ([`PolicySpec::all`]'s order), with `+pool` only for `cycle` and `gradient2` (the other
+/// limit controllers' `+pool` forms are listed by [`policy_names`] and run on request):
+/// `open`, `seed-gate`, `cycle`, `cycle+pool`, `gradient2`, `gradient2+pool`, `vegas`,
+/// `aimd`, `envoy-gradient`, `static`, `credits`, `priority-levels`, `sre-throttle`.
+pub fn default_policies() -> Vec<PolicySpec> {
+    let pooled_by_default = [PolicyBase::Cycle, PolicyBase::Controller(ControllerKind::Gradient2)];
+    PolicySpec::all().into_iter().filter(|s| !s.pool() || pooled_by_default.contains(&s.base())).collect()
+}
 
-/// Every policy name [`build_policy`] accepts: the defaults, `+pool` variants of the limit
-/// controllers, and `+retry-budget` on any of them.
+/// Every policy name [`build_policy`] accepts without `+retry-budget` ([`PolicySpec::all`]):
+/// `open`, `seed-gate`, `cycle`, `cycle+pool`, every controller, and `+pool` forms of the
+/// limit controllers. Any of them also takes a `+retry-budget` suffix.
 pub fn policy_names() -> Vec<String> {
-    let mut v: Vec<String> = ["open", "seed-gate", "cycle", "cycle+pool"].iter().map(|s| s.to_string()).collect();
-    for n in controllers::NAMES {
-        v.push(n.to_string());
-        if LIMIT_CONTROLLERS.contains(n) {
-            v.push(format!("{n}+pool"));
-        }
-    }
-    v
+    PolicySpec::all().iter().map(PolicySpec::to_string).collect()
 }
 
-/// `cycle+pool` steers the queue toward this share of capacity (just under the seed's θ): work
-/// stored for the next dip, and the scar of an overshoot repaid.
-pub const CYCLE_POOL_QUEUE_TARGET: f64 = 0.6;
-
-const LIMIT_CONTROLLERS: &[&str] = &["gradient2", "vegas", "aimd", "envoy-gradient", "static"];
-
-/// The policy `name` for a pool like `cfg`'s: `open`, `seed-gate` (θ = 0.7, sensitivity
-/// 1), `cycle` (Cyclic Adaptive Regulation, admission only), `cycle+pool` (the same with
-/// concurrency capped at the pool's comfortable concurrency C), any of
-/// [`controllers::NAMES`] (limit on requests in flight), `<limit controller>+pool` (the
-/// limit caps busy executors instead), and a `+retry-budget` suffix on any of them.
+/// The policy `name` (a [`PolicySpec`]) for a pool like `cfg`'s: `open`, `seed-gate` (θ =
+/// 0.7, sensitivity 1), `cycle` (Cyclic Adaptive Regulation, admission only),
+/// `cycle+pool` (the same with concurrency capped at the pool's comfortable concurrency
+/// C), any of [`safegate_core::controllers::NAMES`] (limit on requests in flight), `<limit
+/// controller>+pool` (the limit caps busy executors instead), and a `+retry-budget` suffix
+/// on any of them.
 pub fn build_policy(name: &str, cfg: &Config) -> Result<Box<dyn Policy + Send>, String> {
-    if let Some(inner) = name.strip_suffix("+retry-budget") {
-        let p = build_policy(inner, cfg)?;
-        return Ok(controllers::with_retry_budget(p, &setting(cfg)));
-    }
-    let comfortable = cfg.pool.comfortable.round().max(1.0) as u32;
-    let p: Box<dyn Policy + Send> = match name {
-        "open" => Box::new(Open),
-        "seed-gate" => Box::new(SeedGate::new(0.7, 1.0).map_err(|e| e.to_string())?),
-        "cycle" => Box::new(Cycle::new(CycleConfig::default()).map_err(|e| e.to_string())?),
-        "cycle+pool" => Box::new(
-            Cycle::new(CycleConfig {
-                concurrency: Some(comfortable),
-                queue_target: Some(CYCLE_POOL_QUEUE_TARGET),
-                ..CycleConfig::default()
-            })
-            .map_err(|e| e.to_string())?,
-        ),
-        other => {
-            let (base, actuator) = match other.strip_suffix("+pool") {
-                Some(b) if LIMIT_CONTROLLERS.contains(&b) => (b, Actuator::Executors),
-                Some(_) => return Err(format!("{other:?}: +pool applies to {}", LIMIT_CONTROLLERS.join(", "))),
-                None => (other, Actuator::InFlight),
-            };
-            controllers::build(base, actuator, &setting(cfg))
-                .map_err(|_| format!("unknown policy {other:?}: known are {}", policy_names().join(", ")))?
-        }
-    };
-    Ok(p)
+    build_spec(&name.parse().map_err(|e: PolicySpecError| e.to_string())?, cfg)
 }
 
-fn setting(cfg: &Config) -> Setting {
-    Setting { capacity: cfg.pool.capacity, executors: cfg.pool.executors, period: cfg.dt }
+/// The policy `spec` for a pool like `cfg`'s (see [`build_policy`]).
+pub fn build_spec(spec: &PolicySpec, cfg: &Config) -> Result<Box<dyn Policy + Send>, String> {
+    let setting = Setting { capacity: cfg.pool.capacity, executors: cfg.pool.executors, period: cfg.dt };
+    let comfortable = cfg.pool.comfortable.round().max(1.0) as u32;
+    spec.build(&setting, comfortable).map_err(|e| format!("{spec}: {e}"))
 }
 
 /// The seed's scenarios, each `duration` seconds long (the stochastic mode).
@@ -187,8 +146,8 @@ pub fn default_cases(duration: f64) -> Vec<Case> {
 pub struct CompareConfig {
     /// The cases.
     pub cases: Vec<Case>,
-    /// Policy names (see [`build_policy`]).
-    pub policies: Vec<String>,
+    /// The policies (see [`build_policy`] and [`default_policies`]).
+    pub policies: Vec<PolicySpec>,
     /// Stochastic replications per arm.
     pub seeds: u32,
     /// Extra stepped-chain trials per arm for the exit frequency inside the envelope (0:
@@ -387,12 +346,12 @@ struct RunResult {
 /// Run `policy` (under the boundary's filter when `filtered`) with the simulator `run`.
 fn run_arm(
     cfg: &Config,
-    policy: &str,
+    policy: &PolicySpec,
     filtered: bool,
     boundary: &Boundary,
     run: impl FnOnce(&mut dyn Policy) -> Outcome,
 ) -> RunResult {
-    let mut nominal = build_policy(policy, cfg).expect("policy names are checked up front");
+    let mut nominal = build_spec(policy, cfg).expect("policies are checked up front");
     if filtered {
         let safety = boundary.safety_config(cfg.pool.capacity).expect("boundary validated up front");
         let mut f = SafetyFilter::new(safety, nominal).expect("validated filter");
@@ -403,12 +362,12 @@ fn run_arm(
     }
 }
 
-fn stochastic_arm(cfg: &Config, policy: &str, filtered: bool, boundary: &Boundary, record: bool) -> RunResult {
+fn stochastic_arm(cfg: &Config, policy: &PolicySpec, filtered: bool, boundary: &Boundary, record: bool) -> RunResult {
     let opts = RunOptions { record_every: record.then_some(1), progress: None };
     run_arm(cfg, policy, filtered, boundary, |p| run_stochastic(cfg, p, opts))
 }
 
-fn stepped_exit(cfg: &Config, policy: &str, filtered: bool, boundary: &Boundary) -> f64 {
+fn stepped_exit(cfg: &Config, policy: &PolicySpec, filtered: bool, boundary: &Boundary) -> f64 {
     run_arm(cfg, policy, filtered, boundary, |p| run_stepped(cfg, p, RunOptions::default())).outcome.summary.queue_max
 }
 
@@ -450,7 +409,7 @@ fn trace_metrics(cfg: &Config, s: &Series, boundary_depth: f64) -> Trace {
 /// Run the comparison; `progress` is called with the fraction done.
 pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<CompareReport, String> {
     for p in &cc.policies {
-        build_policy(p, &Config::default())?;
+        build_spec(p, &Config::default())?;
     }
     if cc.seeds == 0 {
         return Err("seeds must be at least 1".into());
@@ -467,7 +426,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
         Exit { case: usize, arm: usize, first: u32, count: u32 },
         Curve { point: usize, arm: usize },
     }
-    let arms: Vec<(String, bool)> = cc.policies.iter().flat_map(|p| [(p.clone(), false), (p.clone(), true)]).collect();
+    let arms: Vec<(PolicySpec, bool)> = cc.policies.iter().flat_map(|&p| [(p, false), (p, true)]).collect();
     let mut jobs = Vec::new();
     let inside: Vec<bool> = cc.cases.iter().map(|c| inside_envelope(&c.config, b)).collect();
     for (ci, _) in cc.cases.iter().enumerate() {
@@ -622,7 +581,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                 "not established"
             };
             reports.push(ArmReport {
-                policy: policy.clone(),
+                policy: policy.to_string(),
                 filtered: *filtered,
                 goodput,
                 goodput_ratio: if limit > 0.0 { goodput / limit } else { 0.0 },
@@ -657,7 +616,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     for o in &outs {
         if let Out::Curve { point, arm, goodput } = o {
             curve.push(CurvePoint {
-                policy: arms[*arm].0.clone(),
+                policy: arms[*arm].0.to_string(),
                 filtered: arms[*arm].1,
                 traffic: cc.curve_traffic[*point],
                 goodput: *goodput,

@@ -12,7 +12,7 @@ fn run(case: &str, policies: &[&str], seeds: u32, exit_trials: u32) -> CompareRe
     let cases = default_cases(600.0).into_iter().filter(|c| c.name == case).collect();
     let cc = CompareConfig {
         cases,
-        policies: policies.iter().map(|s| s.to_string()).collect(),
+        policies: policies.iter().map(|s| s.parse().unwrap()).collect(),
         seeds,
         exit_trials,
         boundary: seed80(),

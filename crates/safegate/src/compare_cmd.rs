@@ -1,13 +1,16 @@
 //! `safegate compare`: every nominal controller, with and without the filter, side by side.
 
+use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
+use clap::builder::{PossibleValue, TypedValueParser};
 use clap::Args;
-use safegate_sim::compare::{compare, default_cases, ArmReport, Case, CompareConfig, CompareReport, DEFAULT_POLICIES};
+use safegate_core::controllers::PolicySpec;
+use safegate_sim::compare::{compare, default_cases, default_policies, ArmReport, Case, CompareConfig, CompareReport};
 use safegate_sim::Scenario;
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
@@ -27,9 +30,10 @@ pub(crate) struct CompareArgs {
     /// heavy-tail-80, retries-70).
     #[arg(long, value_delimiter = ',', conflicts_with = "scenario")]
     pub(crate) cases: Vec<String>,
-    /// Policies, comma-separated (`safegate compare --list` shows them all).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) policies: Vec<String>,
+    /// Policies, comma-separated; any of them also takes a `+retry-budget` suffix (default:
+    /// every base policy, with `+pool` for cycle and gradient2).
+    #[arg(long, value_delimiter = ',', value_parser = PolicyParser)]
+    pub(crate) policies: Vec<PolicySpec>,
     /// The boundary the filter enforces (default: the embedded boundaries/seed-80.toml).
     #[arg(long, value_name = "FILE")]
     pub(crate) boundary: Option<PathBuf>,
@@ -57,10 +61,33 @@ pub(crate) struct CompareArgs {
     pub(crate) json: bool,
 }
 
+/// Parses a `--policies` item into a [`PolicySpec`] (spaces around it ignored) and lists
+/// the registry's specs as the possible values in `--help`.
+#[derive(Debug, Clone, Copy)]
+struct PolicyParser;
+
+impl TypedValueParser for PolicyParser {
+    type Value = PolicySpec;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<PolicySpec, clap::Error> {
+        let parse = |s: &str| s.trim().parse::<PolicySpec>();
+        parse.parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(PolicySpec::all().into_iter().map(|s| PossibleValue::new(s.to_string()))))
+    }
+}
+
 pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     if args.list {
-        for n in safegate_sim::compare::policy_names() {
-            println!("{n}");
+        for spec in PolicySpec::all() {
+            println!("{spec}");
         }
         println!("(any of them with +retry-budget)");
         return Ok(ExitCode::SUCCESS);
@@ -113,11 +140,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     for c in &cases {
         boundary.safety_config(c.config.pool.capacity).with_context(|| format!("boundary for case {}", c.name))?;
     }
-    let policies: Vec<String> = if args.policies.is_empty() {
-        DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.policies.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
-    };
+    let policies = if args.policies.is_empty() { default_policies() } else { args.policies.clone() };
     let cc = CompareConfig {
         cases,
         policies,
