@@ -1,8 +1,9 @@
 //! Nominal controllers: the adaptive limiters and admission controllers people deploy today.
 //!
-//! Each is a [`Policy`] over the same [`Observation`], so any of them can run alone in the
-//! simulator, under the safety filter ([`crate::safety::SafetyFilter`]), or behind a tower
-//! layer. They differ in the signal they read and in what they actuate.
+//! Each is a [`Policy`](crate::Policy) over the same [`Observation`](crate::Observation), so
+//! any of them can run alone in the simulator, under the safety filter
+//! ([`crate::safety::SafetyFilter`]), or behind a tower layer. They differ in the signal they
+//! read and in what they actuate.
 //!
 //! | name | type | source | signal | actuator | defaults |
 //! |---|---|---|---|---|---|
@@ -39,25 +40,24 @@
 //! `…Config::for_setting`) adapts them to a [`Setting`]: every controller updates at most
 //! once per [`Setting::period`]; in flight, a limit's maximum is at most the capacity; on
 //! executors a limit lives in `[1, executors]` and starts at `executors` (no cap beyond the
-//! pool's own; both through [`Setting::limits`]),
-//! and two sources' constants, made for limits of tens to hundreds, are replaced where they
-//! cannot work on a pool of 8: Gradient2 grows by `max(1, ⌊log₁₀ L⌋)` (Netflix
-//! `Log10RootFunction`) instead of 4, and Vegas uses TCP Vegas's α = 2, β = 4 instead of
-//! 3 and 6 (the reasons are in [`gradient2`] and [`vegas`]). `static` on executors is the
-//! pool size; credits' pool lives between the executor count and the capacity.
+//! pool's own; both through [`Setting::limits`]), and two sources' constants, made for
+//! limits of tens to hundreds, are replaced where they cannot work on a pool of 8:
+//! Gradient2 grows by `max(1, ⌊log₁₀ L⌋)` (Netflix `Log10RootFunction`) instead of 4, and
+//! Vegas uses TCP Vegas's α = 2, β = 4 instead of 3 and 6 (the reasons are in [`gradient2`]
+//! and [`vegas`]). `static` on executors is the pool size; credits' pool lives between the
+//! executor count and the capacity.
 //!
 //! # Windows, not samples
 //!
 //! The Netflix and Envoy limiters update per request sample or per window of samples; an
-//! [`Observation`] carries cumulative sums instead, so every controller here works on
-//! windows: at most one update per [`Setting::period`] (and for the Netflix limiters only
-//! once the window holds `min_samples` completions, Netflix `WindowedLimit`'s
+//! [`Observation`](crate::Observation) carries cumulative sums instead, so every controller
+//! here works on windows: at most one update per [`Setting::period`] (and for the Netflix
+//! limiters only once the window holds `min_samples` completions, Netflix `WindowedLimit`'s
 //! `windowSize = 10`), with the window's mean latency standing in for a sample. The three
 //! Netflix limiters are one [`Windowed`] decorator (Netflix `WindowedLimit`) around their
 //! update rules ([`Gradient2Limit`], [`VegasLimit`], [`AimdLimit`], each a
-//! [`LimitAlgorithm`]). Between
-//! update instants a controller repeats its state (the actuator asks at every arrival and
-//! every tick). Nothing here draws random numbers: where a source jitters (Vegas probes,
+//! [`LimitAlgorithm`]). Between update instants a controller repeats its state (the
+//! actuator asks at every arrival and every tick). Nothing here draws random numbers: where a source jitters (Vegas probes,
 //! Envoy's minRTT interval) the jitter is removed and said so.
 //!
 //! # The registry
