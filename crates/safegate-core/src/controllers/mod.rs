@@ -57,8 +57,9 @@
 //! Netflix limiters are one [`Windowed`] decorator (Netflix `WindowedLimit`) around their
 //! update rules ([`Gradient2Limit`], [`VegasLimit`], [`AimdLimit`], each a
 //! [`LimitAlgorithm`]). Between update instants a controller repeats its state (the
-//! actuator asks at every arrival and every tick). Nothing here draws random numbers: where a source jitters (Vegas probes,
-//! Envoy's minRTT interval) the jitter is removed and said so.
+//! actuator asks at every arrival and every tick). Nothing here draws random numbers:
+//! where a source jitters (Vegas probes, Envoy's minRTT interval) the jitter is removed and
+//! said so.
 //!
 //! # The registry
 //!

@@ -63,7 +63,11 @@ macro_rules! registry {
             /// The controller with its defaults adapted to `setting` and `actuator` (see each
             /// `…Config::for_setting`); controllers without a limit ignore `actuator`. The
             /// setting is [`Setting::sanitized`] first.
-            pub fn build(self, actuator: $crate::controllers::Actuator, setting: &$crate::controllers::Setting) -> Box<dyn $crate::Policy + Send> {
+            pub fn build(
+                self,
+                actuator: $crate::controllers::Actuator,
+                setting: &$crate::controllers::Setting,
+            ) -> Box<dyn $crate::Policy + Send> {
                 // Each adapted configuration is valid for a sanitized setting (tested); the
                 // fallback to the source defaults only guards against a future change
                 // breaking that.
@@ -71,9 +75,15 @@ macro_rules! registry {
             }
 
             /// The controller with its configuration's `for_setting`, range-checked.
-            fn adapted(self, actuator: $crate::controllers::Actuator, setting: &$crate::controllers::Setting) -> Result<Box<dyn $crate::Policy + Send>, $crate::ConfigError> {
+            fn adapted(
+                self,
+                actuator: $crate::controllers::Actuator,
+                setting: &$crate::controllers::Setting,
+            ) -> Result<Box<dyn $crate::Policy + Send>, $crate::ConfigError> {
                 let p: Box<dyn $crate::Policy + Send> = match self {
-                    $(ControllerKind::$variant => Box::new($policy::new(registry!(@config $holds, $config, actuator, setting))?),)*
+                    $(ControllerKind::$variant => {
+                        Box::new($policy::new(registry!(@config $holds, $config, actuator, setting))?)
+                    })*
                 };
                 Ok(p)
             }
@@ -81,14 +91,18 @@ macro_rules! registry {
             /// The controller with its source's defaults.
             fn with_defaults(self) -> Box<dyn $crate::Policy + Send> {
                 match self {
-                    $(ControllerKind::$variant => Box::new($policy::new($config::default()).expect("source defaults are valid")),)*
+                    $(ControllerKind::$variant => {
+                        Box::new($policy::new($config::default()).expect("source defaults are valid"))
+                    })*
                 }
             }
         }
     };
     (@holds limit) => { true };
     (@holds admission) => { false };
-    (@config limit, $config:ident, $actuator:ident, $setting:ident) => { $config::for_setting($actuator, $setting) };
+    (@config limit, $config:ident, $actuator:ident, $setting:ident) => {
+        $config::for_setting($actuator, $setting)
+    };
     (@config admission, $config:ident, $actuator:ident, $setting:ident) => {{
         let _ = $actuator;
         $config::for_setting($setting)
