@@ -1,19 +1,18 @@
 //! `safegate compare`: every nominal controller, with and without the filter, side by side.
 
-use std::ffi::OsStr;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use clap::builder::{PossibleValue, TypedValueParser};
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
 use safegate_sim::compare::{compare, default_cases, default_policies, ArmReport, Case, CompareConfig, CompareReport};
 use safegate_sim::Scenario;
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
+use crate::policy_arg::PolicyParser;
 use crate::progress;
 
 const DEFAULT_BOUNDARY: &str = include_str!("../../../boundaries/seed-80.toml");
@@ -59,29 +58,6 @@ pub(crate) struct CompareArgs {
     /// Print JSON.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// Parses a `--policies` item into a [`PolicySpec`] (spaces around it ignored) and lists
-/// the registry's specs as the possible values in `--help`.
-#[derive(Debug, Clone, Copy)]
-struct PolicyParser;
-
-impl TypedValueParser for PolicyParser {
-    type Value = PolicySpec;
-
-    fn parse_ref(
-        &self,
-        cmd: &clap::Command,
-        arg: Option<&clap::Arg>,
-        value: &OsStr,
-    ) -> Result<PolicySpec, clap::Error> {
-        let parse = |s: &str| s.trim().parse::<PolicySpec>();
-        parse.parse_ref(cmd, arg, value)
-    }
-
-    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
-        Some(Box::new(PolicySpec::all().into_iter().map(|s| PossibleValue::new(s.to_string()))))
-    }
 }
 
 pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {

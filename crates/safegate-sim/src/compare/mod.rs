@@ -20,32 +20,24 @@
 
 use rayon::prelude::*;
 use safegate_core::boundary::Boundary;
-use safegate_core::controllers::{
-    ControllerKind, Cycle, CycleConfig, PolicyBase, PolicySpec, PolicySpecError, Setting,
-};
+use safegate_core::controllers::{ControllerKind, PolicyBase, PolicySpec, PolicySpecError, Setting};
 use safegate_core::safety::{FilterStats, SafetyFilter};
 use safegate_core::stats::empirical_cvar;
 use safegate_core::Policy;
-use serde::Serialize;
 
-use crate::behaviour::{Retries, RetryPath, ServiceLaw};
-use crate::config::{Config, Spike};
-use crate::health::{DipShape, HealthSchedule, HealthTrack};
-use crate::model::Busy;
+use crate::config::Config;
 use crate::record::{Outcome, RunOptions, Series};
 use crate::verify::{Cvar, Frequency};
-use crate::{run_fluid, run_stepped, run_stochastic};
+use crate::{run_stepped, run_stochastic};
 
-/// One scenario of the comparison.
-#[derive(Debug, Clone)]
-pub struct Case {
-    /// Short name (`cycle-80`).
-    pub name: String,
-    /// What it is, in words.
-    pub description: String,
-    /// The model to run (stochastic mode).
-    pub config: Config,
-}
+mod cases;
+mod drain;
+mod report;
+
+use cases::dip_ends;
+pub use cases::{default_cases, inside_envelope, physical_limit, Case};
+pub use drain::{probe_collapse, ProbeCollapseRow};
+pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, Recovery};
 
 /// The policies run by default, in report order: every base of the registry
 /// ([`PolicySpec::all`]'s order), with `+pool` only for `cycle` and `gradient2` (the other
@@ -80,67 +72,6 @@ pub fn build_spec(spec: &PolicySpec, cfg: &Config) -> Result<Box<dyn Policy + Se
     let comfortable = cfg.pool.comfortable.round().max(1.0) as u32;
     spec.build(&setting, comfortable).map_err(|e| format!("{spec}: {e}"))
 }
-
-/// The seed's scenarios, each `duration` seconds long (the stochastic mode).
-///
-/// λ = 55, 74.5, 76, 80 and 120, each through a single dip and on the repeating health
-/// cycle; a step spike of 1.4× the pool's 75 req/s ceiling; heavy-tailed (Pareto 1.5)
-/// service at λ = 80 on the cycle; health-dependent retries at λ = 70 through a dip.
-pub fn default_cases(duration: f64) -> Vec<Case> {
-    let base = Config { duration, ..Config::default() };
-    let dip = |lambda: f64| Config {
-        traffic: lambda,
-        health: HealthTrack::new(HealthSchedule::Dip { shape: DipShape::default(), start: 60.0 }),
-        ..base.clone()
-    };
-    let cycle = |lambda: f64| Config { traffic: lambda, ..base.clone() };
-    let mut cases = Vec::new();
-    // Every traffic level through one dip and on the repeating cycle.
-    for (lambda, note) in [
-        (55.0, " (the seed: recovers in 9 s)"),
-        (74.5, " (the seed: 386 s to recover)"),
-        (76.0, " (the seed: never recovers)"),
-        (80.0, ""),
-        (120.0, ""),
-    ] {
-        cases.push(Case {
-            name: format!("dip-{lambda}"),
-            description: format!("λ = {lambda}, one health dip at t = 60 s{note}"),
-            config: dip(lambda),
-        });
-    }
-    for (lambda, note) in [(55.0, ""), (74.5, ""), (76.0, ""), (80.0, " (the seed's running case)"), (120.0, "")] {
-        cases.push(Case {
-            name: format!("cycle-{lambda}"),
-            description: format!("λ = {lambda} on the 19-s health cycle{note}"),
-            config: cycle(lambda),
-        });
-    }
-    cases.extend([
-        Case {
-            name: "spike-105".into(),
-            description: "λ = 55, a 30-s step to 105 (1.4× the 75 req/s ceiling) at t = 60 s, full health".into(),
-            config: Config {
-                traffic: 55.0,
-                spike: Some(Spike { start: 60.0, duration: 30.0, rate: 105.0 }),
-                health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
-                ..base.clone()
-            },
-        },
-        Case {
-            name: "heavy-tail-80".into(),
-            description: "λ = 80 on the cycle, Pareto(1.5) service times (same mean)".into(),
-            config: Config { service: ServiceLaw::Pareto { shape: 1.5 }, ..cycle(80.0) },
-        },
-        Case {
-            name: "retries-70".into(),
-            description: "λ = 70, one dip, retries up to 40 % as health falls, through the gate".into(),
-            config: Config { retries: Retries::Health { probability: 0.4, path: RetryPath::Gate }, ..dip(70.0) },
-        },
-    ]);
-    cases
-}
-
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct CompareConfig {
@@ -160,184 +91,6 @@ pub struct CompareConfig {
     /// Record queue traces of the first replication (for figures).
     pub traces: bool,
 }
-
-/// Per-dip recovery.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Recovery {
-    /// Dips followed by a return below the boundary before the next dip ended.
-    pub below_boundary: u32,
-    /// Dips followed by a drain to the drain level before the next dip ended (or the end).
-    pub drained: u32,
-    /// Dips counted (over all replications).
-    pub dips: u32,
-    /// Mean seconds from a dip's end to the drain level, over the dips that drained.
-    pub mean_seconds: Option<f64>,
-}
-
-/// One arm: a policy, filtered or not, on one case.
-#[derive(Debug, Clone, Serialize)]
-pub struct ArmReport {
-    /// Policy name.
-    pub policy: String,
-    /// Whether the safety filter was on.
-    pub filtered: bool,
-    /// Cleared requests per second (mean over replications).
-    pub goodput: f64,
-    /// `goodput` over the case's physical limit.
-    pub goodput_ratio: f64,
-    /// Backlog-time `Σ q·dt` [request·s] (mean).
-    pub backlog_time: f64,
-    /// Median sojourn \[s\] (mean over replications of each run's median).
-    pub sojourn_p50: Option<f64>,
-    /// 99th-percentile sojourn \[s\] (mean over replications).
-    pub sojourn_p99: Option<f64>,
-    /// Recovery after each dip.
-    pub recovery: Recovery,
-    /// Fraction of sampled time with the queue beyond the boundary `θ·cap`.
-    pub beyond_boundary: f64,
-    /// Runs whose queue ever went beyond the boundary, with a 99 % Clopper–Pearson interval.
-    pub exit_probability: Frequency,
-    /// Empirical CVaR at tail η of the largest excursion beyond the boundary, in barrier
-    /// units (a share of the capacity).
-    pub cvar: Cvar,
-    /// Rejected share of offered requests.
-    pub rejected_share: f64,
-    /// Throughput the filter gave up, as a share of what the nominal policy proposed
-    /// (`None` without the filter).
-    pub given_up_share: Option<f64>,
-    /// Share of filter decisions with no feasible action (the backup acted).
-    pub backup_fraction: Option<f64>,
-    /// Whether the exit frequency holds ε (filtered), violates it (unfiltered, lower limit
-    /// above ε), or neither is established at this number of trials.
-    pub verdict: &'static str,
-}
-
-/// One case's results.
-#[derive(Debug, Clone, Serialize)]
-pub struct CaseReport {
-    /// Case name.
-    pub name: String,
-    /// Description.
-    pub description: String,
-    /// Offered base rate [req/s].
-    pub traffic: f64,
-    /// Whether the case lies inside the boundary's envelope and model (traffic and lowest
-    /// health in range, exponential service): where the filter's ε is claimed.
-    pub inside_envelope: bool,
-    /// Goodput of the ideal pool [req/s].
-    pub physical_limit: f64,
-    /// The arms.
-    pub arms: Vec<ArmReport>,
-    /// Queue traces of the first replication, per arm in `arms` order (if asked).
-    #[serde(skip)]
-    pub traces: Vec<Series>,
-}
-
-/// A point of the goodput-vs-load curve.
-#[derive(Debug, Clone, Serialize)]
-pub struct CurvePoint {
-    /// Policy name.
-    pub policy: String,
-    /// Filter on.
-    pub filtered: bool,
-    /// Base traffic [req/s].
-    pub traffic: f64,
-    /// Goodput [req/s].
-    pub goodput: f64,
-}
-
-/// The seed's drain table, measured in the model with [`Cycle`].
-#[derive(Debug, Clone, Serialize)]
-pub struct ProbeCollapseRow {
-    /// Capacity after the collapse, as a fraction of the estimate.
-    pub capacity: f64,
-    /// Queue added by the probe round, abort off \[requests\].
-    pub probe: f64,
-    /// Queue added by the drain round, abort off.
-    pub drain: f64,
-    /// The seed's prediction for the probe and drain rounds: `(1.25 − c)·b̂` and
-    /// `(0.75 − c)·b̂` per round.
-    pub predicted: [f64; 2],
-    /// Queue added over probe and drain rounds with the rate-of-closure abort on.
-    pub probe_drain_abort: f64,
-    /// Peak queue added within the probe and drain rounds, abort off and on.
-    pub peak: [f64; 2],
-}
-
-/// Everything `compare` found.
-#[derive(Debug, Clone, Serialize)]
-pub struct CompareReport {
-    /// The boundary's θ.
-    pub threshold: f64,
-    /// The boundary's ε over its horizon.
-    pub epsilon: f64,
-    /// The horizon \[s\].
-    pub horizon: f64,
-    /// Replications per arm.
-    pub seeds: u32,
-    /// Extra stepped trials per arm inside the envelope.
-    pub exit_trials: u32,
-    /// Per case.
-    pub cases: Vec<CaseReport>,
-    /// Goodput vs load.
-    pub curve: Vec<CurvePoint>,
-    /// The ideal pool's goodput at each curve point.
-    pub curve_limit: Vec<[f64; 2]>,
-    /// The drain table in the model.
-    pub probe_collapse: Vec<ProbeCollapseRow>,
-}
-
-/// The goodput of the ideal pool: the fluid model with exactly `min(q, C)` executors.
-pub fn physical_limit(cfg: &Config) -> f64 {
-    let mut ideal = cfg.clone();
-    ideal.pool.busy = Busy::Fluid;
-    ideal.pool.executors = ideal.pool.executors.max(cfg.pool.comfortable.ceil() as u32);
-    let cap = cfg.pool.comfortable.round().max(1.0) as u32;
-    // Fluid mode ignores the service law; a plain cap at C is the ideal pool.
-    struct Ideal(u32);
-    impl Policy for Ideal {
-        fn decide(&mut self, _: &safegate_core::Observation) -> safegate_core::Action {
-            safegate_core::Action { admit: 1.0, concurrency: Some(self.0), shed_retries: false }
-        }
-        fn name(&self) -> &'static str {
-            "ideal-pool"
-        }
-    }
-    let out = run_fluid(&ideal, &mut Ideal(cap), RunOptions::default());
-    out.summary.cleared / out.summary.duration
-}
-
-/// Whether `cfg` is inside `b`'s envelope and model.
-pub fn inside_envelope(cfg: &Config, b: &Boundary) -> bool {
-    let [t0, t1] = b.envelope.traffic;
-    let [h0, h1] = b.envelope.health;
-    let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
-    let low = lowest_health(cfg);
-    cfg.traffic >= t0
-        && peak <= t1
-        && low >= h0 - 1e-9
-        && low <= h1 + 1e-9
-        && cfg.service == ServiceLaw::Exponential
-        && cfg.health.noise.is_none()
-}
-
-fn lowest_health(cfg: &Config) -> f64 {
-    let n = (cfg.duration / cfg.dt).ceil() as usize;
-    (0..=n).map(|k| cfg.health.value(k as f64 * cfg.dt)).fold(f64::INFINITY, f64::min)
-}
-
-/// Ends of the health dips within the run.
-fn dip_ends(cfg: &Config) -> Vec<f64> {
-    match &cfg.health.schedule {
-        HealthSchedule::Cycle(s) => {
-            let period = s.period();
-            let first = s.hold_high + s.dip_length();
-            (0..).map(|k| first + k as f64 * period).take_while(|&t| t < cfg.duration).collect()
-        }
-        other => other.dip_end().filter(|&t| t < cfg.duration).into_iter().collect(),
-    }
-}
-
 struct RunResult {
     outcome: Outcome,
     stats: Option<FilterStats>,
@@ -641,55 +394,6 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
         probe_collapse: probe_collapse(&[0.9, 0.75, 0.6, 0.5]),
     })
 }
-
-/// The seed's drain table in the model: the fluid pool capped at C (capacity 150·H), λ =
-/// 200 offered, [`Cycle`] converged on the estimate; at t = 80 s, the start of a probe
-/// round, health steps down to `c`. Measures what the probe and drain rounds add.
-pub fn probe_collapse(fractions: &[f64]) -> Vec<ProbeCollapseRow> {
-    let at = 80.0;
-    fractions
-        .iter()
-        .map(|&c| {
-            let cfg = Config {
-                traffic: 200.0,
-                duration: at + 8.0,
-                initial_queue: 30.0,
-                health: HealthTrack::new(HealthSchedule::Dip {
-                    shape: DipShape { high: 1.0, low: c, hold_high: 0.0, ramp_down: 1e-6, hold_low: 1e6, ramp_up: 1.0 },
-                    start: at,
-                }),
-                ..Config::default()
-            };
-            let run = |gamma: Option<f64>| {
-                let mut p = Cycle::new(CycleConfig {
-                    abort_gamma: gamma,
-                    imm: None,
-                    concurrency: Some(4),
-                    ..CycleConfig::default()
-                })
-                .expect("valid");
-                let out = run_fluid(&cfg, &mut p, RunOptions { record_every: Some(1), progress: None });
-                let s = out.series.expect("recorded");
-                let q = |t: f64| s.queue[s.t.partition_point(|&x| x < t - 1e-9).min(s.queue.len() - 1)];
-                let (i0, i1) = (s.t.partition_point(|&x| x < at), s.t.partition_point(|&x| x < at + 2.0));
-                let peak = s.queue[i0..i1].iter().cloned().fold(0.0, f64::max) - q(at);
-                (q(at + 1.0) - q(at), q(at + 2.0) - q(at + 1.0), peak)
-            };
-            let (probe, drain, peak0) = run(None);
-            let (p1, d1, peak1) = run(Some(CycleConfig::default().abort_gamma.expect("on by default")));
-            let est = 150.0;
-            ProbeCollapseRow {
-                capacity: c,
-                probe,
-                drain,
-                predicted: [(1.25 - c) * est, (0.75 - c) * est],
-                probe_drain_abort: p1 + d1,
-                peak: [peak0, peak1],
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -702,34 +406,5 @@ mod tests {
         assert!(build_policy("credits+pool", &Config::default()).is_err());
         assert!(build_policy("nope", &Config::default()).is_err());
         assert!(build_policy("gradient2+retry-budget", &Config::default()).is_ok());
-    }
-
-    #[test]
-    fn the_physical_limit_is_the_ideal_pools_goodput() {
-        // Constant health 1, λ = 120 < 150: the ideal pool clears everything offered.
-        let cfg = Config {
-            traffic: 120.0,
-            duration: 200.0,
-            health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
-            ..Config::default()
-        };
-        assert!((physical_limit(&cfg) - 120.0).abs() < 0.5);
-        // λ = 200 > 150: it clears 150 (the peak of the service curve).
-        let cfg = Config { traffic: 200.0, ..cfg };
-        assert!((physical_limit(&cfg) - 150.0).abs() < 1.0, "{}", physical_limit(&cfg));
-    }
-
-    #[test]
-    fn the_drain_table_holds_in_the_model() {
-        let rows = probe_collapse(&[0.9, 0.6]);
-        for r in &rows {
-            // Within one 50-ms fluid step of the round's rate.
-            let step = 0.05 * 150.0 * (1.25 - r.capacity) + 0.5;
-            assert!((r.probe - r.predicted[0]).abs() < step, "{r:?}");
-            assert!((r.drain - r.predicted[1]).abs() < step, "{r:?}");
-        }
-        assert!(rows[0].drain < 0.0 && rows[1].drain > 0.0, "the drain adds below 0.75: {rows:?}");
-        assert!(rows[1].probe_drain_abort < 0.5 * (rows[1].probe + rows[1].drain), "{rows:?}");
-        assert!(rows[1].peak[1] < rows[1].peak[0]);
     }
 }

@@ -1,0 +1,152 @@
+//! The seed's scenarios ([`default_cases`]), and what a case is measured against: the
+//! ideal pool's goodput ([`physical_limit`]) and the boundary's envelope
+//! ([`inside_envelope`]).
+
+use safegate_core::boundary::Boundary;
+use safegate_core::Policy;
+
+use crate::behaviour::{Retries, RetryPath, ServiceLaw};
+use crate::config::{Config, Spike};
+use crate::health::{DipShape, HealthSchedule, HealthTrack};
+use crate::model::Busy;
+use crate::record::RunOptions;
+use crate::run_fluid;
+
+/// One scenario of the comparison.
+#[derive(Debug, Clone)]
+pub struct Case {
+    /// Short name (`cycle-80`).
+    pub name: String,
+    /// What it is, in words.
+    pub description: String,
+    /// The model to run (stochastic mode).
+    pub config: Config,
+}
+/// The seed's scenarios, each `duration` seconds long (the stochastic mode).
+///
+/// λ = 55, 74.5, 76, 80 and 120, each through a single dip and on the repeating health
+/// cycle; a step spike of 1.4× the pool's 75 req/s ceiling; heavy-tailed (Pareto 1.5)
+/// service at λ = 80 on the cycle; health-dependent retries at λ = 70 through a dip.
+pub fn default_cases(duration: f64) -> Vec<Case> {
+    let base = Config { duration, ..Config::default() };
+    let dip = |lambda: f64| Config {
+        traffic: lambda,
+        health: HealthTrack::new(HealthSchedule::Dip { shape: DipShape::default(), start: 60.0 }),
+        ..base.clone()
+    };
+    let cycle = |lambda: f64| Config { traffic: lambda, ..base.clone() };
+    let mut cases = Vec::new();
+    // Every traffic level through one dip and on the repeating cycle.
+    for (lambda, note) in [
+        (55.0, " (the seed: recovers in 9 s)"),
+        (74.5, " (the seed: 386 s to recover)"),
+        (76.0, " (the seed: never recovers)"),
+        (80.0, ""),
+        (120.0, ""),
+    ] {
+        cases.push(Case {
+            name: format!("dip-{lambda}"),
+            description: format!("λ = {lambda}, one health dip at t = 60 s{note}"),
+            config: dip(lambda),
+        });
+    }
+    for (lambda, note) in [(55.0, ""), (74.5, ""), (76.0, ""), (80.0, " (the seed's running case)"), (120.0, "")] {
+        cases.push(Case {
+            name: format!("cycle-{lambda}"),
+            description: format!("λ = {lambda} on the 19-s health cycle{note}"),
+            config: cycle(lambda),
+        });
+    }
+    cases.extend([
+        Case {
+            name: "spike-105".into(),
+            description: "λ = 55, a 30-s step to 105 (1.4× the 75 req/s ceiling) at t = 60 s, full health".into(),
+            config: Config {
+                traffic: 55.0,
+                spike: Some(Spike { start: 60.0, duration: 30.0, rate: 105.0 }),
+                health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+                ..base.clone()
+            },
+        },
+        Case {
+            name: "heavy-tail-80".into(),
+            description: "λ = 80 on the cycle, Pareto(1.5) service times (same mean)".into(),
+            config: Config { service: ServiceLaw::Pareto { shape: 1.5 }, ..cycle(80.0) },
+        },
+        Case {
+            name: "retries-70".into(),
+            description: "λ = 70, one dip, retries up to 40 % as health falls, through the gate".into(),
+            config: Config { retries: Retries::Health { probability: 0.4, path: RetryPath::Gate }, ..dip(70.0) },
+        },
+    ]);
+    cases
+}
+/// The goodput of the ideal pool: the fluid model with exactly `min(q, C)` executors.
+pub fn physical_limit(cfg: &Config) -> f64 {
+    let mut ideal = cfg.clone();
+    ideal.pool.busy = Busy::Fluid;
+    ideal.pool.executors = ideal.pool.executors.max(cfg.pool.comfortable.ceil() as u32);
+    let cap = cfg.pool.comfortable.round().max(1.0) as u32;
+    // Fluid mode ignores the service law; a plain cap at C is the ideal pool.
+    struct Ideal(u32);
+    impl Policy for Ideal {
+        fn decide(&mut self, _: &safegate_core::Observation) -> safegate_core::Action {
+            safegate_core::Action { admit: 1.0, concurrency: Some(self.0), shed_retries: false }
+        }
+        fn name(&self) -> &'static str {
+            "ideal-pool"
+        }
+    }
+    let out = run_fluid(&ideal, &mut Ideal(cap), RunOptions::default());
+    out.summary.cleared / out.summary.duration
+}
+
+/// Whether `cfg` is inside `b`'s envelope and model.
+pub fn inside_envelope(cfg: &Config, b: &Boundary) -> bool {
+    let [t0, t1] = b.envelope.traffic;
+    let [h0, h1] = b.envelope.health;
+    let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
+    let low = lowest_health(cfg);
+    cfg.traffic >= t0
+        && peak <= t1
+        && low >= h0 - 1e-9
+        && low <= h1 + 1e-9
+        && cfg.service == ServiceLaw::Exponential
+        && cfg.health.noise.is_none()
+}
+
+fn lowest_health(cfg: &Config) -> f64 {
+    let n = (cfg.duration / cfg.dt).ceil() as usize;
+    (0..=n).map(|k| cfg.health.value(k as f64 * cfg.dt)).fold(f64::INFINITY, f64::min)
+}
+
+/// Ends of the health dips within the run.
+pub(super) fn dip_ends(cfg: &Config) -> Vec<f64> {
+    match &cfg.health.schedule {
+        HealthSchedule::Cycle(s) => {
+            let period = s.period();
+            let first = s.hold_high + s.dip_length();
+            (0..).map(|k| first + k as f64 * period).take_while(|&t| t < cfg.duration).collect()
+        }
+        other => other.dip_end().filter(|&t| t < cfg.duration).into_iter().collect(),
+    }
+}
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_physical_limit_is_the_ideal_pools_goodput() {
+        // Constant health 1, λ = 120 < 150: the ideal pool clears everything offered.
+        let cfg = Config {
+            traffic: 120.0,
+            duration: 200.0,
+            health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
+            ..Config::default()
+        };
+        assert!((physical_limit(&cfg) - 120.0).abs() < 0.5);
+        // λ = 200 > 150: it clears 150 (the peak of the service curve).
+        let cfg = Config { traffic: 200.0, ..cfg };
+        assert!((physical_limit(&cfg) - 150.0).abs() < 1.0, "{}", physical_limit(&cfg));
+    }
+}
