@@ -11,36 +11,8 @@
 //! Stated Explicitly": the threshold is the boundary of the safe set C and the sensitivity
 //! is how hard the filter pushes back near it.)
 
-use std::fmt;
-
 use crate::error::{check, RangeError};
 use crate::policy::{Action, Observation, Policy};
-
-/// A controller constant outside its allowed range (the controllers' own; everything else
-/// uses [`crate::error::RangeError`], which this converts into).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ConfigError {
-    /// The field's name, as in the configuration (`"threshold"`).
-    pub field: &'static str,
-    /// The value given.
-    pub value: f64,
-    /// The allowed range, in words (`"[0, 1)"`).
-    pub allowed: &'static str,
-}
-
-impl fmt::Display for ConfigError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} = {} is out of range: allowed {}", self.field, self.value, self.allowed)
-    }
-}
-
-impl std::error::Error for ConfigError {}
-
-impl From<ConfigError> for crate::error::RangeError {
-    fn from(e: ConfigError) -> Self {
-        crate::error::RangeError::new(e.field, e.value, e.allowed)
-    }
-}
 
 /// The seed's gate: reject `sens · clamp((q/cap − θ)/(1 − θ), 0, 1)` of arrivals.
 ///

@@ -22,19 +22,17 @@
 pub mod boundary;
 pub mod config_file;
 pub mod controllers;
-pub mod cycle;
 pub mod error;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
 pub mod policy;
-pub mod probe;
 pub mod quantile;
 pub mod safety;
 pub mod stats;
 
 pub use error::RangeError;
-pub use gate::{ConfigError, Open, SeedGate};
+pub use gate::{Open, SeedGate};
 pub use policy::{Action, Observation, Policy};
 
 /// `x.is_finite()`, written so the compiler keeps it a floating-point compare.

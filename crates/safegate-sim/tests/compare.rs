@@ -16,7 +16,7 @@ fn a_bad_boundary_is_an_error_not_a_panic() {
     boundary.probability.epsilon = 2.0;
     let cc = CompareConfig {
         cases: default_cases(20.0).into_iter().take(1).collect(),
-        policies: vec!["open".into()],
+        policies: vec!["open".parse().unwrap()],
         seeds: 1,
         exit_trials: 0,
         boundary,
@@ -49,7 +49,7 @@ fn run(case: &str, policies: &[&str], seeds: u32, exit_trials: u32) -> CompareRe
     let cases = default_cases(600.0).into_iter().filter(|c| c.name == case).collect();
     let cc = CompareConfig {
         cases,
-        policies: policies.iter().map(|s| s.to_string()).collect(),
+        policies: policies.iter().map(|s| s.parse().unwrap()).collect(),
         seeds,
         exit_trials,
         boundary: seed80(),

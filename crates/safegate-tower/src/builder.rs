@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use safegate_core::boundary::Boundary;
-use safegate_core::controllers::{self, Actuator, Setting};
+use safegate_core::controllers::{Actuator, ControllerKind, Setting, UnknownController};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
 use tokio::sync::Notify;
@@ -25,9 +25,10 @@ pub fn parse_boundary(text: &str, origin: &str) -> Result<Boundary, BuildError> 
 /// The smallest barrier `θ·Q` \[requests\] a layer accepts (see [`Builder::capacity`]).
 pub const MIN_BOUNDARY: f64 = 10.0;
 
-/// The nominal controller: by name, or a policy the caller built.
+/// The nominal controller: from the registry (a name that did not parse is reported by
+/// `build`), or a policy the caller built.
 enum Nominal {
-    Name(String),
+    Kind(Result<ControllerKind, UnknownController>),
     Policy(Box<dyn Policy + Send>),
 }
 
@@ -74,7 +75,7 @@ impl Builder<SingleClass> {
             // long-term RTT that is already the overloaded one, so it sees no gradient and
             // keeps the limit at the maximum (measured in tests/e2e.rs: goodput 30 % of
             // peak with gradient2, 70 % with vegas, whose baseline is the minimum RTT).
-            nominal: Nominal::Name("vegas".into()),
+            nominal: Nominal::Kind(Ok(ControllerKind::Vegas)),
             max_concurrency: 100,
             mode: Mode::Reject,
             dry_run: false,
@@ -105,13 +106,28 @@ impl<C> Builder<C> {
         self
     }
 
-    /// The nominal controller by name, one of `safegate_core::controllers::NAMES`
-    /// (`gradient2`, `vegas`, `aimd`, `envoy-gradient`, `static`, `credits`,
-    /// `priority-levels`, `sre-throttle`). Limit controllers run on the
-    /// [`Actuator::Executors`] semantics: their limit caps requests in the inner service and
-    /// their signal is service time (latency minus time waiting in this layer's queue).
-    pub fn controller(mut self, name: &str) -> Self {
-        self.nominal = Nominal::Name(name.to_string());
+    /// The nominal controller: a [`ControllerKind`] or its name, one of
+    /// `safegate_core::controllers::NAMES` (`gradient2`, `vegas`, `aimd`, `envoy-gradient`,
+    /// `static`, `credits`, `priority-levels`, `sre-throttle`); an unknown name is an error
+    /// in [`Builder::build`]. Limit controllers run on the [`Actuator::Executors`]
+    /// semantics: their limit caps requests in the inner service and their signal is
+    /// service time (latency minus time waiting in this layer's queue).
+    ///
+    /// ```
+    /// use safegate_core::controllers::ControllerKind;
+    /// use safegate_tower::AdmissionLayer;
+    ///
+    /// assert!(AdmissionLayer::builder().controller(ControllerKind::Aimd).build().is_ok());
+    /// assert!(AdmissionLayer::builder().controller("aimd").build().is_ok());
+    /// let e = AdmissionLayer::builder().controller("nope").build().unwrap_err();
+    /// assert!(e.to_string().contains("known are gradient2, vegas"), "{e}");
+    /// ```
+    pub fn controller<K>(mut self, controller: K) -> Self
+    where
+        K: TryInto<ControllerKind>,
+        UnknownController: From<K::Error>,
+    {
+        self.nominal = Nominal::Kind(controller.try_into().map_err(UnknownController::from));
         self
     }
 
@@ -246,7 +262,7 @@ impl<C> Builder<C> {
         let period = boundary.decision.period;
         let setting = Setting { capacity, executors: self.max_concurrency, period };
         let nominal = match self.nominal {
-            Nominal::Name(name) => controllers::build(&name, Actuator::Executors, &setting)?,
+            Nominal::Kind(kind) => kind?.build(Actuator::Executors, &setting),
             Nominal::Policy(p) => p,
         };
         let barrier_boundary = cfg.barrier.boundary();

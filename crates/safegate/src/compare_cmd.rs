@@ -7,10 +7,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use safegate_sim::compare::{compare, default_cases, ArmReport, Case, CompareConfig, CompareReport, DEFAULT_POLICIES};
+use safegate_core::controllers::PolicySpec;
+use safegate_sim::compare::{compare, default_cases, default_policies, ArmReport, Case, CompareConfig, CompareReport};
 use safegate_sim::Scenario;
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
+use crate::policy_arg::PolicyParser;
 use crate::progress;
 
 const DEFAULT_BOUNDARY: &str = include_str!("../../../boundaries/seed-80.toml");
@@ -27,9 +29,10 @@ pub(crate) struct CompareArgs {
     /// heavy-tail-80, retries-70).
     #[arg(long, value_delimiter = ',', conflicts_with = "scenario")]
     pub(crate) cases: Vec<String>,
-    /// Policies, comma-separated (`safegate compare --list` shows them all).
-    #[arg(long, value_delimiter = ',')]
-    pub(crate) policies: Vec<String>,
+    /// Policies, comma-separated; any of them also takes a `+retry-budget` suffix (default:
+    /// every base policy, with `+pool` for cycle and gradient2).
+    #[arg(long, value_delimiter = ',', value_parser = PolicyParser)]
+    pub(crate) policies: Vec<PolicySpec>,
     /// The boundary the filter enforces (default: the embedded boundaries/seed-80.toml).
     #[arg(long, value_name = "FILE")]
     pub(crate) boundary: Option<PathBuf>,
@@ -59,8 +62,8 @@ pub(crate) struct CompareArgs {
 
 pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     if args.list {
-        for n in safegate_sim::compare::policy_names() {
-            println!("{n}");
+        for spec in PolicySpec::all() {
+            println!("{spec}");
         }
         println!("(any of them with +retry-budget)");
         return Ok(ExitCode::SUCCESS);
@@ -114,11 +117,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     for c in &cases {
         boundary.safety_config(c.config.pool.capacity).with_context(|| format!("boundary for case {}", c.name))?;
     }
-    let policies: Vec<String> = if args.policies.is_empty() {
-        DEFAULT_POLICIES.iter().map(|s| s.to_string()).collect()
-    } else {
-        args.policies.iter().map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
-    };
+    let policies = if args.policies.is_empty() { default_policies() } else { args.policies.clone() };
     let cc = CompareConfig {
         cases,
         policies,

@@ -13,6 +13,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod policy_arg;
 mod progress;
 mod reproduce_cmd;
 mod run_cmd;

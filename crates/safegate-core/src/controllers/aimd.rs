@@ -14,9 +14,9 @@
 //! backlog makes the limit back off: AIMD then holds the queue near the cap, the honest
 //! behaviour of a loss-driven limiter in front of a queue that hides the loss.
 
-use super::{check_limits, check_positive, check_range, Actuator, LoadTrack, Sampler, Setting};
-use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::error::check;
+use super::{check_limits, Actuator, LimitAlgorithm, Setting, WindowSample, Windowed};
+use crate::RangeError;
 
 /// Configuration of [`Aimd`]; defaults are Netflix `AIMDLimit.Builder`'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -60,28 +60,15 @@ impl AimdConfig {
     /// `executors`.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
-        match actuator {
-            Actuator::InFlight => {
-                let max = setting.cap_in_flight(f64::from(d.max_limit)) as u32;
-                let min = d.min_limit.min(max);
-                Self {
-                    actuator,
-                    max_limit: max,
-                    min_limit: min,
-                    initial_limit: d.initial_limit.clamp(min, max),
-                    interval: setting.period,
-                    ..d
-                }
-            }
-            Actuator::Executors => {
-                let p = setting.executors.max(1);
-                Self { actuator, min_limit: 1, max_limit: p, initial_limit: p, interval: setting.period, ..d }
-            }
-        }
+        let (min, initial, max) =
+            setting.limits(actuator, f64::from(d.min_limit), f64::from(d.initial_limit), f64::from(d.max_limit));
+        // Whole limits: `⌊·⌋` of the bounds keeps `min ≤ initial ≤ max`.
+        let (min_limit, initial_limit, max_limit) = (min as u32, initial as u32, max as u32);
+        Self { actuator, min_limit, initial_limit, max_limit, interval: setting.period, ..d }
     }
 }
 
-/// Netflix's AIMD limiter (see the module docs).
+/// Netflix's AIMD limiter (see the module docs): [`AimdLimit`] run on windows.
 ///
 /// # Examples
 ///
@@ -93,73 +80,53 @@ impl AimdConfig {
 /// assert_eq!(a.limit(), 20);
 /// assert_eq!(a.decide(&Observation::new(0.0, 25.0, 200.0)).admit, 0.0);
 /// ```
+pub type Aimd = Windowed<AimdLimit>;
+
+/// AIMD's update rule and state (Netflix `AIMDLimit`).
 #[derive(Debug, Clone)]
-pub struct Aimd {
+pub struct AimdLimit {
     cfg: AimdConfig,
-    limit: u32,
     drops: u64,
-    sampler: Sampler,
-    load: LoadTrack,
 }
 
 impl Aimd {
     /// A limiter with `cfg`, range-checked.
-    pub fn new(cfg: AimdConfig) -> Result<Self, ConfigError> {
+    pub fn new(cfg: AimdConfig) -> Result<Self, RangeError> {
         check_limits(cfg.min_limit as f64, cfg.initial_limit as f64, cfg.max_limit as f64)?;
-        check_range("backoff", cfg.backoff, 0.5, 1.0 - f64::EPSILON, "[0.5, 1)")?;
-        check_positive("timeout", cfg.timeout)?;
-        check_positive("interval", cfg.interval)?;
-        Ok(Self {
-            limit: cfg.initial_limit,
-            drops: 0,
-            sampler: Sampler::new(cfg.interval),
-            load: LoadTrack::default(),
-            cfg,
-        })
-    }
-
-    /// The limit in force.
-    pub fn limit(&self) -> u32 {
-        self.limit
+        check::within("backoff", cfg.backoff, 0.5, 1.0 - f64::EPSILON, "[0.5, 1)")?;
+        check::positive("timeout", cfg.timeout)?;
+        let rule = AimdLimit { drops: 0, cfg };
+        Windowed::around(rule, cfg.actuator, f64::from(cfg.initial_limit), cfg.interval, cfg.min_samples)
     }
 
     /// Windows that counted as a drop so far.
     pub fn drops(&self) -> u64 {
-        self.drops
+        self.algorithm().drops
     }
 
     /// The configuration.
     pub fn config(&self) -> &AimdConfig {
-        &self.cfg
-    }
-
-    fn update(&mut self, rtt: Option<f64>, load: LoadTrack) {
-        let c = &self.cfg;
-        let late = rtt.is_some_and(|r| r > c.timeout);
-        let next = if load.full || late {
-            self.drops += 1;
-            (self.limit as f64 * c.backoff).floor() as u32
-        } else if load.max_in_flight * 2.0 >= self.limit as f64 {
-            self.limit.saturating_add(1)
-        } else {
-            self.limit
-        };
-        self.limit = next.clamp(c.min_limit, c.max_limit);
+        &self.algorithm().cfg
     }
 }
 
-impl Policy for Aimd {
-    fn decide(&mut self, obs: &Observation) -> Action {
-        self.load.see(self.cfg.actuator, obs);
-        if let Some(w) = self.sampler.poll(obs, self.cfg.min_samples as f64) {
-            self.update(w.signal(self.cfg.actuator), self.load);
-            self.load = LoadTrack::default();
-        }
-        self.cfg.actuator.action(self.limit, obs)
-    }
+impl LimitAlgorithm for AimdLimit {
+    const NAME: &'static str = "aimd";
 
-    fn name(&self) -> &'static str {
-        "aimd"
+    /// On whole limits: `limit` is always one (the initial limit, then this rule's).
+    fn update(&mut self, limit: f64, sample: &WindowSample) -> f64 {
+        let c = &self.cfg;
+        let limit = limit as u32;
+        let late = sample.rtt.is_some_and(|r| r > c.timeout);
+        let next = if sample.drop || late {
+            self.drops += 1;
+            (limit as f64 * c.backoff).floor() as u32
+        } else if !sample.app_limited(limit as f64) {
+            limit.saturating_add(1)
+        } else {
+            limit
+        };
+        f64::from(next.clamp(c.min_limit, c.max_limit))
     }
 }
 

@@ -31,9 +31,10 @@
 //! 0.2 s: about 8 × the pool's contention-free service time `1/s` = 26.7 ms, the ratio the
 //! artifact recommends for 10 µs requests (80 µs).
 
-use super::{check_positive, check_range, Setting, Ticker};
+use crate::error::check;
+use super::{Setting, Ticker};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`Credits`] (defaults in the module docs).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -113,28 +114,28 @@ pub struct Credits {
 
 impl Credits {
     /// A controller with `cfg`, range-checked.
-    pub fn new(cfg: CreditsConfig) -> Result<Self, ConfigError> {
-        check_positive("target_delay", cfg.target_delay)?;
-        check_range("additive", cfg.additive, 0.0, f64::MAX, "[0, ∞)")?;
-        check_range("beta", cfg.beta, 0.0, f64::MAX, "[0, ∞)")?;
-        check_range("min_factor", cfg.min_factor, 0.0, 1.0, "[0, 1]")?;
-        check_range("min_credits", cfg.min_credits, 0.0, f64::MAX, "[0, ∞)")?;
-        check_range(
+    pub fn new(cfg: CreditsConfig) -> Result<Self, RangeError> {
+        check::positive("target_delay", cfg.target_delay)?;
+        check::within("additive", cfg.additive, 0.0, f64::MAX, "[0, ∞)")?;
+        check::within("beta", cfg.beta, 0.0, f64::MAX, "[0, ∞)")?;
+        check::within("min_factor", cfg.min_factor, 0.0, 1.0, "[0, 1]")?;
+        check::within("min_credits", cfg.min_credits, 0.0, f64::MAX, "[0, ∞)")?;
+        check::within(
             "max_credits",
             cfg.max_credits,
             cfg.min_credits.max(f64::MIN_POSITIVE),
             f64::MAX,
             "[max(min_credits, >0), ∞)",
         )?;
-        check_range(
+        check::within(
             "initial_credits",
             cfg.initial_credits,
             cfg.min_credits,
             cfg.max_credits,
             "[min_credits, max_credits]",
         )?;
-        check_range("overcommit", cfg.overcommit, 1.0, f64::MAX, "[1, ∞)")?;
-        check_positive("interval", cfg.interval)?;
+        check::within("overcommit", cfg.overcommit, 1.0, f64::MAX, "[1, ∞)")?;
+        check::positive("interval", cfg.interval)?;
         Ok(Self {
             credits: cfg.initial_credits,
             ticker: Ticker::new(cfg.interval),

@@ -23,9 +23,10 @@
 //! window's count starts once the load has fallen to `min_concurrency` (the earlier
 //! requests have mostly left); and the minRTT interval has no jitter.
 
-use super::{check_positive, check_range, Actuator, Counters, Sampler, Setting, Window};
+use crate::error::check;
+use super::{Actuator, Counters, Sampler, Setting, Window};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`EnvoyGradient`]; defaults from the Envoy docs and API reference.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,10 +73,7 @@ impl EnvoyGradientConfig {
     /// minimum and the minRTT concurrency are at most that.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
-        let max = match actuator {
-            Actuator::InFlight => setting.cap_in_flight(f64::from(d.max_limit)) as u32,
-            Actuator::Executors => setting.executors.max(1),
-        };
+        let max = setting.max_limit(actuator, f64::from(d.max_limit)) as u32;
         Self {
             actuator,
             update_interval: d.update_interval.max(setting.period),
@@ -124,14 +122,14 @@ pub struct EnvoyGradient {
 
 impl EnvoyGradient {
     /// A controller with `cfg`, range-checked.
-    pub fn new(cfg: EnvoyGradientConfig) -> Result<Self, ConfigError> {
-        check_positive("update_interval", cfg.update_interval)?;
-        check_positive("min_rtt_interval", cfg.min_rtt_interval)?;
-        check_range("request_count", cfg.request_count as f64, 1.0, f64::MAX, "1 or more")?;
-        check_range("min_limit", cfg.min_limit as f64, 1.0, f64::MAX, "1 or more")?;
-        check_range("max_limit", cfg.max_limit as f64, cfg.min_limit as f64, f64::MAX, "[min_limit, ∞)")?;
-        check_range("min_concurrency", cfg.min_concurrency as f64, 1.0, cfg.max_limit as f64, "[1, max_limit]")?;
-        check_range("buffer", cfg.buffer, 0.0, f64::MAX, "[0, ∞)")?;
+    pub fn new(cfg: EnvoyGradientConfig) -> Result<Self, RangeError> {
+        check::positive("update_interval", cfg.update_interval)?;
+        check::positive("min_rtt_interval", cfg.min_rtt_interval)?;
+        check::within("request_count", cfg.request_count as f64, 1.0, f64::MAX, "1 or more")?;
+        check::within("min_limit", cfg.min_limit as f64, 1.0, f64::MAX, "1 or more")?;
+        check::within("max_limit", cfg.max_limit as f64, cfg.min_limit as f64, f64::MAX, "[min_limit, ∞)")?;
+        check::within("min_concurrency", cfg.min_concurrency as f64, 1.0, cfg.max_limit as f64, "[1, max_limit]")?;
+        check::within("buffer", cfg.buffer, 0.0, f64::MAX, "[0, ∞)")?;
         Ok(Self {
             limit: cfg.min_concurrency,
             min_rtt: None,

@@ -23,9 +23,9 @@
 //! lets a noisy long average hold the cap at 7–8, where 8 busy executors clear less than the
 //! seed's 80 req/s.
 
-use super::{check_limits, check_positive, check_range, log10_root, whole, Actuator, LoadTrack, Sampler, Setting};
-use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::error::check;
+use super::{check_limits, log10_root, Actuator, LimitAlgorithm, Setting, WindowSample, Windowed};
+use crate::RangeError;
 
 /// How much the limit may grow while latency stays low (Netflix's `queueSize` function).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -101,36 +101,16 @@ impl Gradient2Config {
     /// `executors`, and grows by `max(1, ⌊log₁₀ L⌋)` (see the module docs).
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
-        match actuator {
-            Actuator::InFlight => {
-                let max = setting.cap_in_flight(d.max_limit);
-                let min = d.min_limit.min(max);
-                Self {
-                    actuator,
-                    max_limit: max,
-                    min_limit: min,
-                    initial_limit: d.initial_limit.clamp(min, max),
-                    interval: setting.period,
-                    ..d
-                }
-            }
-            Actuator::Executors => {
-                let p = setting.executors.max(1) as f64;
-                Self {
-                    actuator,
-                    min_limit: 1.0,
-                    max_limit: p,
-                    initial_limit: p,
-                    queue_size: QueueSize::Log10,
-                    interval: setting.period,
-                    ..d
-                }
-            }
-        }
+        let (min_limit, initial_limit, max_limit) = setting.limits(actuator, d.min_limit, d.initial_limit, d.max_limit);
+        let queue_size = match actuator {
+            Actuator::InFlight => d.queue_size,
+            Actuator::Executors => QueueSize::Log10,
+        };
+        Self { actuator, min_limit, initial_limit, max_limit, queue_size, interval: setting.period, ..d }
     }
 }
 
-/// Netflix's Gradient2 limiter (see the module docs).
+/// Netflix's Gradient2 limiter (see the module docs): [`Gradient2Limit`] run on windows.
 ///
 /// # Examples
 ///
@@ -144,65 +124,52 @@ impl Gradient2Config {
 /// assert_eq!(g.decide(&Observation::new(0.0, 19.0, 200.0)).admit, 1.0);
 /// assert_eq!(g.decide(&Observation::new(0.0, 20.0, 200.0)).admit, 0.0);
 /// ```
+pub type Gradient2 = Windowed<Gradient2Limit>;
+
+/// Gradient2's update rule and state (Netflix `Gradient2Limit`).
 #[derive(Debug, Clone)]
-pub struct Gradient2 {
+pub struct Gradient2Limit {
     cfg: Gradient2Config,
-    limit: f64,
     long: f64,
     long_count: u32,
     last_short: Option<f64>,
-    sampler: Sampler,
-    load: LoadTrack,
 }
 
 impl Gradient2 {
     /// A limiter with `cfg`, range-checked.
-    pub fn new(cfg: Gradient2Config) -> Result<Self, ConfigError> {
+    pub fn new(cfg: Gradient2Config) -> Result<Self, RangeError> {
         check_limits(cfg.min_limit, cfg.initial_limit, cfg.max_limit)?;
-        check_range("smoothing", cfg.smoothing, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
-        check_range("rtt_tolerance", cfg.rtt_tolerance, 1.0, f64::MAX, "[1, ∞)")?;
+        check::within("smoothing", cfg.smoothing, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
+        check::within("rtt_tolerance", cfg.rtt_tolerance, 1.0, f64::MAX, "[1, ∞)")?;
         if let QueueSize::Fixed(q) = cfg.queue_size {
-            check_range("queue_size", q, 0.0, f64::MAX, "[0, ∞)")?;
+            check::within("queue_size", q, 0.0, f64::MAX, "[0, ∞)")?;
         }
-        check_range("long_window", cfg.long_window as f64, 1.0, f64::MAX, "1 or more")?;
-        check_positive("interval", cfg.interval)?;
-        Ok(Self {
-            limit: cfg.initial_limit,
-            long: 0.0,
-            long_count: 0,
-            last_short: None,
-            sampler: Sampler::new(cfg.interval),
-            load: LoadTrack::default(),
-            cfg,
-        })
-    }
-
-    /// The limit in force (`⌊L⌋`).
-    pub fn limit(&self) -> u32 {
-        whole(self.limit)
-    }
-
-    /// The limit estimate before rounding.
-    pub fn estimate(&self) -> f64 {
-        self.limit
+        check::within("long_window", cfg.long_window as f64, 1.0, f64::MAX, "1 or more")?;
+        let rule = Gradient2Limit { long: 0.0, long_count: 0, last_short: None, cfg };
+        Windowed::around(rule, cfg.actuator, cfg.initial_limit, cfg.interval, cfg.min_samples)
     }
 
     /// The long-term RTT average \[s\] (0 before the first window).
     pub fn long_rtt(&self) -> f64 {
-        self.long
+        self.algorithm().long
     }
 
     /// The last window's RTT \[s\].
     pub fn short_rtt(&self) -> Option<f64> {
-        self.last_short
+        self.algorithm().last_short
     }
 
     /// The configuration.
     pub fn config(&self) -> &Gradient2Config {
-        &self.cfg
+        &self.algorithm().cfg
     }
+}
 
-    fn update(&mut self, short: f64, in_flight: f64) {
+impl LimitAlgorithm for Gradient2Limit {
+    const NAME: &'static str = "gradient2";
+
+    fn update(&mut self, limit: f64, sample: &WindowSample) -> f64 {
+        let Some(short) = sample.rtt else { return limit };
         let c = &self.cfg;
         self.last_short = Some(short);
         // ExpAvgMeasurement: a plain mean over the warm-up, then an EWMA.
@@ -217,33 +184,18 @@ impl Gradient2 {
         if long / short > 2.0 {
             self.long *= 0.95;
         }
-        if in_flight < self.limit / 2.0 {
-            return;
+        if sample.app_limited(limit) {
+            return limit;
         }
-        let queue = c.queue_size.at(self.limit);
+        let queue = c.queue_size.at(limit);
         let gradient = (c.rtt_tolerance * long / short).clamp(0.5, 1.0);
-        let target = self.limit * gradient + queue;
-        let next = self.limit * (1.0 - c.smoothing) + target * c.smoothing;
+        let target = limit * gradient + queue;
+        let next = limit * (1.0 - c.smoothing) + target * c.smoothing;
         if next.is_finite() {
-            self.limit = next.clamp(c.min_limit, c.max_limit);
+            next.clamp(c.min_limit, c.max_limit)
+        } else {
+            limit
         }
-    }
-}
-
-impl Policy for Gradient2 {
-    fn decide(&mut self, obs: &Observation) -> Action {
-        self.load.see(self.cfg.actuator, obs);
-        if let Some(w) = self.sampler.poll(obs, self.cfg.min_samples as f64) {
-            if let Some(rtt) = w.signal(self.cfg.actuator) {
-                self.update(rtt, self.load.max_in_flight);
-            }
-            self.load = LoadTrack::default();
-        }
-        self.cfg.actuator.action(self.limit(), obs)
-    }
-
-    fn name(&self) -> &'static str {
-        "gradient2"
     }
 }
 
@@ -251,6 +203,7 @@ impl Policy for Gradient2 {
 mod tests {
     use super::super::testing::{assert_survives_garbage, Synth};
     use super::*;
+    use crate::{Observation, Policy};
 
     fn executors() -> Gradient2 {
         Gradient2::new(Gradient2Config::for_setting(Actuator::Executors, &Setting::default())).unwrap()

@@ -31,9 +31,10 @@
 //! paper's user priorities) and 128 business levels (the paper's business table is
 //! service-specific; 128 is our choice). The actuator choice does not apply.
 
-use super::{check_positive, check_range, Counters, Setting};
+use crate::error::check;
+use super::{Counters, Setting};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// A request's priority: smaller numbers are more important.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
@@ -113,14 +114,14 @@ pub struct PriorityLevels {
 
 impl PriorityLevels {
     /// A controller with `cfg`, range-checked; everything is admitted at first.
-    pub fn new(cfg: PriorityLevelsConfig) -> Result<Self, ConfigError> {
-        check_range("business_levels", cfg.business_levels as f64, 1.0, f64::MAX, "1 or more")?;
-        check_range("user_levels", cfg.user_levels as f64, 1.0, f64::MAX, "1 or more")?;
-        check_range("threshold", cfg.threshold, 0.0, f64::MAX, "[0, ∞)")?;
-        check_range("alpha", cfg.alpha, 0.0, 1.0, "[0, 1]")?;
-        check_range("beta", cfg.beta, 0.0, f64::MAX, "[0, ∞)")?;
-        check_positive("window", cfg.window)?;
-        check_range("window_requests", cfg.window_requests as f64, 1.0, f64::MAX, "1 or more")?;
+    pub fn new(cfg: PriorityLevelsConfig) -> Result<Self, RangeError> {
+        check::within("business_levels", cfg.business_levels as f64, 1.0, f64::MAX, "1 or more")?;
+        check::within("user_levels", cfg.user_levels as f64, 1.0, f64::MAX, "1 or more")?;
+        check::within("threshold", cfg.threshold, 0.0, f64::MAX, "[0, ∞)")?;
+        check::within("alpha", cfg.alpha, 0.0, 1.0, "[0, 1]")?;
+        check::within("beta", cfg.beta, 0.0, f64::MAX, "[0, ∞)")?;
+        check::positive("window", cfg.window)?;
+        check::within("window_requests", cfg.window_requests as f64, 1.0, f64::MAX, "1 or more")?;
         let levels = cfg.business_levels as u32 * cfg.user_levels as u32;
         Ok(Self { cfg, levels, admitted: levels, start: None, overloaded_windows: 0, windows: 0 })
     }

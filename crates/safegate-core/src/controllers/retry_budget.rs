@@ -17,11 +17,12 @@
 //! retries of an interval are all performed or all shed. Defaults are Finagle's: ratio
 //! 0.2, 10 retries per second, TTL 10 s.
 
+use crate::error::check;
 use std::collections::VecDeque;
 
-use super::{check_positive, check_range, Setting, Ticker};
+use super::{Setting, Ticker};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`RetryBudget`]; defaults are Finagle's `RetryBudget()`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -49,11 +50,11 @@ impl RetryBudgetConfig {
     }
 
     /// Range checks (ratio and floor `≥ 0`, TTL and interval `> 0`).
-    pub fn check(&self) -> Result<(), ConfigError> {
-        check_range("ratio", self.ratio, 0.0, f64::MAX, "[0, ∞)")?;
-        check_range("min_per_second", self.min_per_second, 0.0, f64::MAX, "[0, ∞)")?;
-        check_positive("ttl", self.ttl)?;
-        check_positive("interval", self.interval)
+    pub fn check(&self) -> Result<(), RangeError> {
+        check::within("ratio", self.ratio, 0.0, f64::MAX, "[0, ∞)")?;
+        check::within("min_per_second", self.min_per_second, 0.0, f64::MAX, "[0, ∞)")?;
+        check::positive("ttl", self.ttl)?;
+        check::positive("interval", self.interval).map(drop)
     }
 }
 
@@ -91,13 +92,13 @@ pub struct RetryBudget<P> {
 
 impl<P: Policy> RetryBudget<P> {
     /// `inner` under a budget with `cfg` (range-checked; on an error `inner` is dropped).
-    pub fn new(cfg: RetryBudgetConfig, inner: P) -> Result<Self, ConfigError> {
+    pub fn new(cfg: RetryBudgetConfig, inner: P) -> Result<Self, RangeError> {
         cfg.check()?;
         Ok(Self::from_checked(cfg, inner))
     }
 
     /// `inner` under a budget with `cfg`, which the caller has checked.
-    pub(crate) fn from_checked(cfg: RetryBudgetConfig, inner: P) -> Self {
+    fn from_checked(cfg: RetryBudgetConfig, inner: P) -> Self {
         Self {
             ticker: Ticker::new(cfg.interval),
             cfg,
@@ -176,6 +177,16 @@ impl<P: Policy> Policy for RetryBudget<P> {
     fn name(&self) -> &'static str {
         self.inner.name()
     }
+}
+
+/// `inner` under a [`RetryBudget`] with the Finagle defaults, updated every
+/// [`Setting::period`].
+pub fn with_retry_budget(inner: Box<dyn Policy + Send>, setting: &Setting) -> Box<dyn Policy + Send> {
+    let cfg = RetryBudgetConfig::for_setting(&setting.sanitized());
+    // A sanitized setting always gives a valid budget (tested); the fallback only guards
+    // against a future change breaking that, and never drops the controller.
+    let cfg = if cfg.check().is_ok() { cfg } else { RetryBudgetConfig::default() };
+    Box::new(RetryBudget::from_checked(cfg, inner))
 }
 
 #[cfg(test)]

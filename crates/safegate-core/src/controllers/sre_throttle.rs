@@ -14,11 +14,12 @@
 //! increase of successful completions, `completed − retried`; the action admits `1 − p`,
 //! recomputed once per update interval. The actuator choice does not apply.
 
+use crate::error::check;
 use std::collections::VecDeque;
 
-use super::{check_positive, check_range, Setting, Ticker};
+use super::{Setting, Ticker};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`SreThrottle`]; defaults from the SRE book.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,10 +73,10 @@ pub struct SreThrottle {
 
 impl SreThrottle {
     /// A throttle with `cfg`, range-checked.
-    pub fn new(cfg: SreThrottleConfig) -> Result<Self, ConfigError> {
-        check_range("k", cfg.k, 1.0, f64::MAX, "[1, ∞)")?;
-        check_positive("window", cfg.window)?;
-        check_positive("interval", cfg.interval)?;
+    pub fn new(cfg: SreThrottleConfig) -> Result<Self, RangeError> {
+        check::within("k", cfg.k, 1.0, f64::MAX, "[1, ∞)")?;
+        check::positive("window", cfg.window)?;
+        check::positive("interval", cfg.interval)?;
         Ok(Self { cfg, ticker: Ticker::new(cfg.interval), history: VecDeque::new(), reject: 0.0 })
     }
 

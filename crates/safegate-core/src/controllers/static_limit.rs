@@ -8,9 +8,10 @@
 //! [`StaticConfig::for_setting`] on executors uses the pool size (no cap beyond the pool's
 //! own, the "tuned by nobody" baseline).
 
-use super::{check_range, Actuator, Setting};
+use crate::error::check;
+use super::{Actuator, Setting};
 use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`StaticLimit`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -30,11 +31,7 @@ impl Default for StaticConfig {
 impl StaticConfig {
     /// In flight: 20, at most the capacity; executors: the pool size.
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
-        let limit = match actuator {
-            Actuator::InFlight => setting.cap_in_flight(20.0) as u32,
-            Actuator::Executors => setting.executors.max(1),
-        };
-        Self { actuator, limit }
+        Self { actuator, limit: setting.max_limit(actuator, f64::from(Self::default().limit)) as u32 }
     }
 }
 
@@ -57,8 +54,8 @@ pub struct StaticLimit {
 
 impl StaticLimit {
     /// A fixed limit; refuses 0.
-    pub fn new(cfg: StaticConfig) -> Result<Self, ConfigError> {
-        check_range("limit", cfg.limit as f64, 1.0, f64::MAX, "1 or more")?;
+    pub fn new(cfg: StaticConfig) -> Result<Self, RangeError> {
+        check::within("limit", cfg.limit as f64, 1.0, f64::MAX, "1 or more")?;
         Ok(Self { cfg })
     }
 

@@ -26,9 +26,9 @@
 //! (deterministic). A "drop" is the backlog found full during the window (an admitted
 //! arrival there is lost), our stand-in for Netflix's `didDrop`.
 
-use super::{check_limits, check_positive, check_range, log10_root, whole, Actuator, LoadTrack, Sampler, Setting};
-use crate::policy::{Action, Observation, Policy};
-use crate::ConfigError;
+use crate::error::check;
+use super::{check_limits, log10_root, Actuator, LimitAlgorithm, Setting, WindowSample, Windowed};
+use crate::RangeError;
 
 /// Configuration of [`Vegas`]; defaults are Netflix `VegasLimit.Builder`'s.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -79,23 +79,16 @@ impl VegasConfig {
     /// `executors`, with α = 2 and β = 4 (see the module docs).
     pub fn for_setting(actuator: Actuator, setting: &Setting) -> Self {
         let d = Self::default();
-        let max = match actuator {
-            Actuator::InFlight => setting.cap_in_flight(d.max_limit),
-            Actuator::Executors => setting.executors.max(1) as f64,
-        };
-        let initial = match actuator {
-            Actuator::InFlight => d.initial_limit.min(max),
-            Actuator::Executors => max,
-        };
+        let (min_limit, initial_limit, max_limit) = setting.limits(actuator, d.min_limit, d.initial_limit, d.max_limit);
         let (alpha, beta) = match actuator {
             Actuator::InFlight => (d.alpha, d.beta),
             Actuator::Executors => (2.0, 4.0),
         };
-        Self { actuator, max_limit: max, initial_limit: initial, alpha, beta, interval: setting.period, ..d }
+        Self { actuator, min_limit, initial_limit, max_limit, alpha, beta, interval: setting.period, ..d }
     }
 }
 
-/// Netflix's Vegas limiter (see the module docs).
+/// Netflix's Vegas limiter (see the module docs): [`VegasLimit`] run on windows.
 ///
 /// # Examples
 ///
@@ -107,77 +100,65 @@ impl VegasConfig {
 /// let mut v = Vegas::new(cfg).unwrap();
 /// assert_eq!(v.decide(&Observation::new(0.0, 50.0, 200.0)).concurrency, Some(6));
 /// ```
+pub type Vegas = Windowed<VegasLimit>;
+
+/// Vegas's update rule and state (Netflix `VegasLimit`).
 #[derive(Debug, Clone)]
-pub struct Vegas {
+pub struct VegasLimit {
     cfg: VegasConfig,
-    limit: f64,
     rtt_noload: Option<f64>,
     probe_count: u64,
-    sampler: Sampler,
-    load: LoadTrack,
 }
 
 impl Vegas {
     /// A limiter with `cfg`, range-checked.
-    pub fn new(cfg: VegasConfig) -> Result<Self, ConfigError> {
+    pub fn new(cfg: VegasConfig) -> Result<Self, RangeError> {
         check_limits(cfg.min_limit, cfg.initial_limit, cfg.max_limit)?;
-        check_range("smoothing", cfg.smoothing, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
-        check_range("alpha", cfg.alpha, 1.0, f64::MAX, "[1, ∞)")?;
-        check_range("beta", cfg.beta, cfg.alpha, f64::MAX, "[alpha, ∞)")?;
-        check_range("probe_multiplier", cfg.probe_multiplier as f64, 1.0, f64::MAX, "1 or more")?;
-        check_positive("interval", cfg.interval)?;
-        Ok(Self {
-            limit: cfg.initial_limit,
-            rtt_noload: None,
-            probe_count: 0,
-            sampler: Sampler::new(cfg.interval),
-            load: LoadTrack::default(),
-            cfg,
-        })
-    }
-
-    /// The limit in force (`⌊L⌋`).
-    pub fn limit(&self) -> u32 {
-        whole(self.limit)
-    }
-
-    /// The limit estimate before rounding.
-    pub fn estimate(&self) -> f64 {
-        self.limit
+        check::within("smoothing", cfg.smoothing, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
+        check::within("alpha", cfg.alpha, 1.0, f64::MAX, "[1, ∞)")?;
+        check::within("beta", cfg.beta, cfg.alpha, f64::MAX, "[alpha, ∞)")?;
+        check::within("probe_multiplier", cfg.probe_multiplier as f64, 1.0, f64::MAX, "1 or more")?;
+        let rule = VegasLimit { rtt_noload: None, probe_count: 0, cfg };
+        Windowed::around(rule, cfg.actuator, cfg.initial_limit, cfg.interval, cfg.min_samples)
     }
 
     /// The no-load RTT estimate \[s\].
     pub fn rtt_noload(&self) -> Option<f64> {
-        self.rtt_noload
+        self.algorithm().rtt_noload
     }
 
     /// The configuration.
     pub fn config(&self) -> &VegasConfig {
-        &self.cfg
+        &self.algorithm().cfg
     }
+}
 
-    fn update(&mut self, rtt: f64, load: LoadTrack) {
+impl LimitAlgorithm for VegasLimit {
+    const NAME: &'static str = "vegas";
+
+    fn update(&mut self, limit: f64, sample: &WindowSample) -> f64 {
+        let Some(rtt) = sample.rtt else { return limit };
         let c = &self.cfg;
         self.probe_count += 1;
-        if (c.probe_multiplier as f64) * self.limit <= self.probe_count as f64 {
+        if (c.probe_multiplier as f64) * limit <= self.probe_count as f64 {
             self.probe_count = 0;
             self.rtt_noload = Some(rtt);
-            return;
+            return limit;
         }
         let noload = match self.rtt_noload {
             Some(r) if rtt >= r => r,
             _ => {
                 self.rtt_noload = Some(rtt);
-                return;
+                return limit;
             }
         };
-        let l = self.limit;
+        let l = limit;
         let step = log10_root(l);
         let queue = (l * (1.0 - noload / rtt)).ceil();
-        let next = if load.full {
+        let next = if sample.drop {
             l - step
-        } else if load.max_in_flight * 2.0 < l {
-            return;
+        } else if sample.app_limited(l) {
+            return l;
         } else if queue <= step {
             l + c.beta * step
         } else if queue < c.alpha * step {
@@ -185,30 +166,15 @@ impl Vegas {
         } else if queue > c.beta * step {
             l - step
         } else {
-            return;
+            return l;
         };
         let next = next.clamp(c.min_limit, c.max_limit);
         let next = (1.0 - c.smoothing) * l + c.smoothing * next;
         if next.is_finite() {
-            self.limit = next;
+            next
+        } else {
+            l
         }
-    }
-}
-
-impl Policy for Vegas {
-    fn decide(&mut self, obs: &Observation) -> Action {
-        self.load.see(self.cfg.actuator, obs);
-        if let Some(w) = self.sampler.poll(obs, self.cfg.min_samples as f64) {
-            if let Some(rtt) = w.signal(self.cfg.actuator) {
-                self.update(rtt, self.load);
-            }
-            self.load = LoadTrack::default();
-        }
-        self.cfg.actuator.action(self.limit(), obs)
-    }
-
-    fn name(&self) -> &'static str {
-        "vegas"
     }
 }
 

@@ -6,12 +6,13 @@ use safegate_core::stats::empirical_cvar;
 use safegate_core::Policy;
 
 use super::cases::dip_ends;
-use super::policies::build_policy;
+use super::policies::build_spec;
 use super::report::{ArmReport, Recovery};
 use super::CompareError;
 use crate::config::Config;
 use crate::record::{Outcome, RunOptions, Series};
 use crate::verify::{Cvar, Frequency};
+use safegate_core::controllers::PolicySpec;
 
 /// One run of an arm, and the filter's counters when it ran.
 pub(super) struct RunResult {
@@ -22,14 +23,14 @@ pub(super) struct RunResult {
 /// An arm: a policy by name, under `safety` (the boundary's filter for the case) or alone.
 #[derive(Clone, Copy)]
 pub(super) struct Arm<'a> {
-    pub(super) policy: &'a str,
+    pub(super) policy: &'a PolicySpec,
     pub(super) safety: Option<&'a SafetyConfig>,
 }
 
 impl Arm<'_> {
     /// Run the arm with the simulator `run` (a checked configuration's `simulate`).
     fn run(&self, cfg: &Config, run: impl FnOnce(&mut dyn Policy) -> Outcome) -> Result<RunResult, CompareError> {
-        let mut nominal = build_policy(self.policy, cfg).map_err(CompareError::Policy)?;
+        let mut nominal = build_spec(self.policy, cfg).map_err(CompareError::Policy)?;
         Ok(match self.safety {
             Some(safety) => {
                 let mut f = SafetyFilter::new(safety.clone(), nominal)

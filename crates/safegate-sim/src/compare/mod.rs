@@ -27,6 +27,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 use safegate_core::boundary::Boundary;
+use safegate_core::controllers::PolicySpec;
 use safegate_core::safety::SafetyConfig;
 
 mod aggregate;
@@ -36,7 +37,7 @@ pub mod probe;
 pub mod report;
 
 pub use cases::{default_cases, inside_envelope, physical_limit, Case};
-pub use policies::{build_policy, policy_names, CYCLE_POOL_QUEUE_TARGET, DEFAULT_POLICIES};
+pub use policies::{build_policy, build_spec, default_policies, policy_names};
 pub use probe::probe_collapse;
 pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, ProbeCollapseRow, Recovery};
 
@@ -48,8 +49,8 @@ use aggregate::{trace_metrics, Arm, ArmRuns, CaseFrame, RunResult, Trace};
 pub struct CompareConfig {
     /// The cases.
     pub cases: Vec<Case>,
-    /// Policy names (see [`policies::build_policy`]).
-    pub policies: Vec<String>,
+    /// The policies (see [`build_policy`] and [`default_policies`]).
+    pub policies: Vec<PolicySpec>,
     /// Stochastic replications per arm.
     pub seeds: u32,
     /// Extra stepped-chain trials per arm for the exit frequency inside the envelope (0:
@@ -94,7 +95,7 @@ pub enum CompareError {
 /// the boundary are checked first: a bad input is an error, never a panic mid-run.
 pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<CompareReport, CompareError> {
     for p in &cc.policies {
-        build_policy(p, &Config::default()).map_err(CompareError::Policy)?;
+        build_spec(p, &Config::default()).map_err(CompareError::Policy)?;
     }
     if cc.seeds == 0 {
         return Err(CompareError::Empty("seeds must be at least 1".into()));
@@ -132,8 +133,8 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
         Exit { case: usize, arm: usize, first: u32, count: u32 },
         Curve { point: usize, arm: usize },
     }
-    let arms: Vec<(String, bool)> = cc.policies.iter().flat_map(|p| [(p.clone(), false), (p.clone(), true)]).collect();
-    fn arm<'a>(arms: &'a [(String, bool)], ai: usize, safety: &'a SafetyConfig) -> Arm<'a> {
+    let arms: Vec<(PolicySpec, bool)> = cc.policies.iter().flat_map(|&p| [(p, false), (p, true)]).collect();
+    fn arm<'a>(arms: &'a [(PolicySpec, bool)], ai: usize, safety: &'a SafetyConfig) -> Arm<'a> {
         Arm { policy: &arms[ai].0, safety: arms[ai].1.then_some(safety) }
     }
     let arm_in = |ai: usize, safety| arm(&arms, ai, safety);
@@ -234,7 +235,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                     _ => {}
                 }
             }
-            reports.push(ArmRuns { runs, exit_maxima }.report(policy, *filtered, &frame));
+            reports.push(ArmRuns { runs, exit_maxima }.report(&policy.to_string(), *filtered, &frame));
             if cc.traces {
                 traces.push(first_series.unwrap_or_default());
             }
@@ -253,7 +254,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     for o in &outs {
         if let Out::Curve { point, arm, goodput } = o {
             curve.push(CurvePoint {
-                policy: arms[*arm].0.clone(),
+                policy: arms[*arm].0.to_string(),
                 filtered: arms[*arm].1,
                 traffic: cc.curve_traffic[*point],
                 goodput: *goodput,

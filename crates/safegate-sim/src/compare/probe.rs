@@ -1,6 +1,6 @@
 //! The seed's drain table (probe and drain rounds after a collapse), measured in the model.
 
-use safegate_core::cycle::{Cycle, CycleConfig};
+use safegate_core::controllers::cycle::{Cycle, CycleConfig};
 
 use super::report::ProbeCollapseRow;
 use crate::config::Config;

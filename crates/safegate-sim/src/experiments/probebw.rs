@@ -11,8 +11,8 @@
 //! cycle sends .625/.375 and nets zero, so the backlog (1.00 over probe and drain alone, 4.00
 //! with cruise) stays: a scar nothing in the cycle repays.
 
+use safegate_core::controllers::probe::PROBE_BW_GAINS;
 use safegate_core::estimators::WindowedMax;
-use safegate_core::probe::PROBE_BW_GAINS;
 
 use super::{Figure, Report, Row, Setup};
 

@@ -30,10 +30,10 @@
 //! Optionally the controller also caps concurrency (the second actuator): a fixed cap, such
 //! as the pool's comfortable concurrency `C` where the service curve peaks.
 
+use super::probe::PROBE_BW_GAINS;
 use crate::estimators::{ImmConfig, TwoModeImm, WindowedMax};
 use crate::policy::{Action, Observation, Policy};
-use crate::probe::PROBE_BW_GAINS;
-use crate::ConfigError;
+use crate::RangeError;
 
 /// Configuration of [`Cycle`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -103,7 +103,7 @@ pub struct RoundRecord {
 /// # Examples
 ///
 /// ```
-/// use safegate_core::cycle::{Cycle, CycleConfig};
+/// use safegate_core::controllers::{Cycle, CycleConfig};
 /// use safegate_core::{Observation, Policy};
 ///
 /// let mut c = Cycle::new(CycleConfig { abort_gamma: None, ..CycleConfig::default() }).unwrap();
@@ -142,38 +142,34 @@ pub struct Cycle {
 
 impl Cycle {
     /// A controller with `cfg`; checks the ranges.
-    pub fn new(cfg: CycleConfig) -> Result<Self, ConfigError> {
+    pub fn new(cfg: CycleConfig) -> Result<Self, RangeError> {
         if !(cfg.round > 0.0 && cfg.round.is_finite()) {
-            return Err(ConfigError { field: "round", value: cfg.round, allowed: "(0, ∞)" });
+            return Err(RangeError::new("round", cfg.round, "(0, ∞)"));
         }
         if let Some(g) = cfg.gains.iter().find(|g| !(**g >= 0.0 && g.is_finite())) {
-            return Err(ConfigError { field: "gains", value: *g, allowed: "[0, ∞)" });
+            return Err(RangeError::new("gains", *g, "[0, ∞)"));
         }
         if let Some(g) = cfg.abort_gamma {
             if !(g > 0.0 && g.is_finite()) {
-                return Err(ConfigError { field: "abort_gamma", value: g, allowed: "(0, ∞)" });
+                return Err(RangeError::new("abort_gamma", g, "(0, ∞)"));
             }
         }
         if !(cfg.threshold > 0.0 && cfg.threshold <= 1.0) {
-            return Err(ConfigError { field: "threshold", value: cfg.threshold, allowed: "(0, 1]" });
+            return Err(RangeError::new("threshold", cfg.threshold, "(0, 1]"));
         }
         if let Some(t) = cfg.queue_target {
             if !(0.0..=1.0).contains(&t) {
-                return Err(ConfigError { field: "queue_target", value: t, allowed: "[0, 1]" });
+                return Err(RangeError::new("queue_target", t, "[0, 1]"));
             }
         }
         if !(cfg.queue_tau > 0.0 && cfg.queue_tau.is_finite()) {
-            return Err(ConfigError { field: "queue_tau", value: cfg.queue_tau, allowed: "(0, ∞)" });
+            return Err(RangeError::new("queue_tau", cfg.queue_tau, "(0, ∞)"));
         }
         if cfg.concurrency == Some(0) {
-            return Err(ConfigError { field: "concurrency", value: 0.0, allowed: "1 or more" });
+            return Err(RangeError::new("concurrency", 0.0, "1 or more"));
         }
         let imm = match cfg.imm {
-            Some(c) => Some(TwoModeImm::new(c).map_err(|_| ConfigError {
-                field: "imm",
-                value: c.sd,
-                allowed: "a valid IMM",
-            })?),
+            Some(c) => Some(TwoModeImm::new(c).map_err(|e| RangeError::new("imm", c.sd, e.to_string()))?),
             None => None,
         };
         Ok(Self {
