@@ -2,12 +2,12 @@
 //!
 //! - [`state`]: the state itself ([`Shared`]): settings, the values the decision step
 //!   publishes for the hot path, the counters the hot path writes;
-//! - [`slots`]: the gate word ([`Gate`]), one atomic that counts offered requests and holds
-//!   the slots taken: `offer`, `try_acquire`, `release`, `retire`;
-//! - [`owner`]: the owner protocol ([`Owner`], [`Slot`]): handles and slots keep the state
-//!   alive, and whichever goes last frees it;
-//! - [`step`]: the controller (nominal + safety filter) run once per decision period, which
-//!   returns a [`StepReport`] for the metrics.
+//! - [`slots`]: the gate word ([`slots::Gate`]), one atomic that counts offered requests
+//!   and holds the slots taken: `offer`, `try_acquire`, `release`, `retire`;
+//! - [`owner`]: the owner protocol ([`Owner`], [`owner::Slot`]): handles and slots keep
+//!   the state alive, and whichever goes last frees it;
+//! - [`step`]: the controller (nominal + safety filter) run once per decision period,
+//!   which returns a [`step::StepReport`] for the metrics.
 //!
 //! The gate word and the owner protocol run on [`crate::sync`]'s atomics, loom's under
 //! `cfg(loom)` (`tests/loom.rs`).
@@ -26,5 +26,3 @@ pub(crate) use state::{weyl, ClassState, Done, Padded, Published, Settings, Shar
 pub(crate) use step::StepReport;
 pub(crate) use step::{class_limit, completed_of, Controller};
 
-#[cfg(doc)]
-use {owner::Slot, slots::Gate, step::StepReport};

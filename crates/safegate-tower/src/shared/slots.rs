@@ -1,6 +1,6 @@
 //! The gate word ([`Gate`]): one `AtomicU64` holding the offered count (high 32 bits,
 //! wrapping) and the slots taken (low 32 bits), so that a request is counted, shed or
-//! admitted in one compare-and-swap. Its atomic is [`crate::sync`]'s: under `cfg(loom)`
+//! admitted in one compare-and-swap. Its atomic is `crate::sync`'s: under `cfg(loom)`
 //! `tests/loom.rs` checks every interleaving of a few threads on this very code and these
 //! orderings. Not part of the API.
 
