@@ -25,4 +25,3 @@ pub(crate) use state::{weyl, ClassState, Done, Padded, Published, Settings, Shar
 #[cfg(feature = "metrics")]
 pub(crate) use step::StepReport;
 pub(crate) use step::{class_limit, completed_of, Controller};
-
