@@ -13,6 +13,7 @@ use tokio::sync::Notify;
 
 use crate::classify::SingleClass;
 use crate::error::BuildError;
+use crate::shared::slots::Gate;
 use crate::shared::{ClassState, Controller, Done, Mode, Owner, Padded, Published, Settings, Shared};
 use crate::AdmissionLayer;
 
@@ -300,25 +301,11 @@ impl<C> Builder<C> {
             classes: (0..classes)
                 .map(|k| ClassState::new(crate::shared::class_limit(self.max_concurrency, k, classes, self.reserve)))
                 .collect(),
-            gate: Padded(AtomicU64::new(0)),
+            gate: Padded(Gate::new()),
             waiting: Padded(AtomicU32::new(0)),
             done: Padded(Done::default()),
             notify: Notify::new(),
-            controller: Mutex::new(Controller {
-                filter,
-                last_offered: vec![0; classes],
-                offered_total: 0,
-                last_seq: 0,
-                last_completed: 0,
-                last_now_ns: 0,
-                last_timed: [0; 3],
-                mean: [0.0; 2],
-                totals: [0.0; 2],
-                in_backup: false,
-                decisions: 0,
-                exits: 0,
-                last_margin: barrier_boundary,
-            }),
+            controller: Mutex::new(Controller::new(filter, classes)),
             #[cfg(feature = "metrics")]
             latency: std::sync::OnceLock::new(),
             clock,

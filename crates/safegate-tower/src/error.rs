@@ -3,62 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-/// Why a request was not admitted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Reason {
-    /// The concurrency limit (the nominal controller's, or the layer's maximum) was reached,
-    /// or the admission share the nominal controller asked for left this request out, or the
-    /// wait queue was full.
-    Limit,
-    /// The safety filter cut the nominal controller's admission to keep the occupancy barrier
-    /// (the boundary's `θ`) with the boundary's probability.
-    Barrier,
-    /// No admission satisfied the boundary's constraints: the backup policy rejects all.
-    Backup,
-    /// The request waited in the bounded queue until its deadline without getting a slot.
-    Deadline,
-}
-
-impl Reason {
-    /// Every reason, in the order of their metric labels.
-    pub const ALL: [Reason; 4] = [Reason::Limit, Reason::Barrier, Reason::Backup, Reason::Deadline];
-
-    /// A short, stable label (`"limit"`, `"barrier"`, `"backup"`, `"deadline"`), used in
-    /// metrics and messages.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Reason::Limit => "limit",
-            Reason::Barrier => "barrier",
-            Reason::Backup => "backup",
-            Reason::Deadline => "deadline",
-        }
-    }
-
-    pub(crate) fn index(self) -> usize {
-        match self {
-            Reason::Limit => 0,
-            Reason::Barrier => 1,
-            Reason::Backup => 2,
-            Reason::Deadline => 3,
-        }
-    }
-
-    pub(crate) fn from_index(i: u8) -> Reason {
-        match i {
-            1 => Reason::Barrier,
-            2 => Reason::Backup,
-            3 => Reason::Deadline,
-            _ => Reason::Limit,
-        }
-    }
-}
-
-impl fmt::Display for Reason {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+use crate::reason::Reason;
 
 /// The error an [`Admission`](crate::Admission) service returns for a request it did not
 /// admit (boxed into the service's [`BoxError`](crate::BoxError); recover it with

@@ -76,18 +76,23 @@ mod classify;
 mod error;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod reason;
 mod service;
 mod shared;
+mod sync;
 
 pub use builder::{parse_boundary, Builder, MIN_BOUNDARY};
 pub use classify::{Classify, SingleClass};
 #[cfg(feature = "http")]
 pub use classify::{HeaderClass, UserHashClass};
-pub use error::{BuildError, Overloaded, Reason};
+pub use error::{BuildError, Overloaded};
+pub use reason::{ByReason, Reason};
 pub use service::{Admission, AdmissionLayer, ResponseFuture, Snapshot};
-#[doc(hidden)]
-pub use shared::slots;
 pub use shared::Mode;
+/// The gate word and the owner protocol, public for `tests/loom.rs` only: not part of the
+/// API.
+#[doc(hidden)]
+pub use shared::{owner, slots};
 
 /// The error type of [`Admission`]: the inner service's error or an [`Overloaded`],
 /// boxed (tower's convention, as in `tower::BoxError`).

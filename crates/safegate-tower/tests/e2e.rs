@@ -1,5 +1,9 @@
 //! End to end: the axum example's contended handler on 127.0.0.1 under an open-loop load
 //! 1.5× above its peak, with and without the layer.
+//!
+//! Not in the loom build (`--cfg loom`): axum is not a dependency there, and the layer's
+//! atomics work only inside a loom model.
+#![cfg(not(loom))]
 
 #[path = "../examples/support/contention.rs"]
 mod contention;

@@ -1,28 +1,22 @@
-//! loom models of the gate word, run on the layer's own `offer`/`try_acquire`/`release`/
-//! `retire` (generic over the atomic): every interleaving of requests racing for slots, and
-//! of the last handle going away while admitted requests finish (who frees the state).
+//! loom models of the gate word and the owner protocol, run on the production types
+//! (`slots::Gate`, `owner::{Owner, Slot}`) with their own atomics and orderings: built with
+//! `RUSTFLAGS="--cfg loom"`, the crate's `sync` module hands them loom's atomics. Every
+//! interleaving of requests racing for slots, and of the last handle going away while
+//! admitted requests finish (who frees the state, and only after every access to it).
+//!
+//! ```text
+//! RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom \
+//!     cargo test -p safegate-tower --test loom --release --locked
+//! ```
+//!
+//! (scripts/test runs it; without `--cfg loom` this file is empty.)
+#![cfg(loom)]
 
-use loom::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use loom::cell::UnsafeCell;
+use loom::sync::atomic::{AtomicU32, Ordering};
 use loom::sync::Arc;
-use safegate_tower::slots::{offer, offered, release, retire, taken, try_acquire, Counter, Offer, RETIRED};
-
-/// loom's atomic behind the layer's counter trait.
-struct Gate(AtomicU64);
-
-impl Counter for Gate {
-    fn current(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
-    }
-    fn swap_if(&self, cur: u64, new: u64) -> Result<u64, u64> {
-        self.0.compare_exchange_weak(cur, new, Ordering::SeqCst, Ordering::Relaxed)
-    }
-    fn give_back(&self) -> u64 {
-        self.0.fetch_sub(1, Ordering::SeqCst)
-    }
-    fn mark_retired(&self) -> u64 {
-        self.0.fetch_or(RETIRED, Ordering::SeqCst)
-    }
-}
+use safegate_tower::owner::{Gated, Owner};
+use safegate_tower::slots::{offered, taken, Gate, Offer, RETIRED};
 
 fn model() -> loom::model::Builder {
     let mut model = loom::model::Builder::new();
@@ -37,7 +31,7 @@ fn model() -> loom::model::Builder {
 fn never_more_than_the_limit_and_every_slot_comes_back() {
     model().check(|| {
         let limit = 2;
-        let gate = Arc::new(Gate(AtomicU64::new(0)));
+        let gate = Arc::new(Gate::new());
         // Requests actually inside the service, counted independently of the gate word.
         let inside = Arc::new(AtomicU32::new(0));
         let admitted = Arc::new(AtomicU32::new(0));
@@ -47,7 +41,7 @@ fn never_more_than_the_limit_and_every_slot_comes_back() {
             .map(|_| {
                 let (gate, inside, admitted, seen) = (gate.clone(), inside.clone(), admitted.clone(), seen.clone());
                 loom::thread::spawn(move || {
-                    let (n, outcome) = offer(&*gate, limit, false, |_| false);
+                    let (n, outcome) = gate.offer(limit, false, |_| false);
                     let before = seen.fetch_or(1 << n, Ordering::SeqCst);
                     assert_eq!(before & (1 << n), 0, "sequence number {n} given twice");
                     if outcome == Offer::Admitted {
@@ -55,7 +49,7 @@ fn never_more_than_the_limit_and_every_slot_comes_back() {
                         let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
                         assert!(now <= limit, "{now} requests inside a limit of {limit}");
                         inside.fetch_sub(1, Ordering::SeqCst);
-                        release(&*gate);
+                        assert!(!gate.release(), "a live gate is never freed");
                     } else {
                         assert_eq!(outcome, Offer::Full);
                     }
@@ -65,7 +59,7 @@ fn never_more_than_the_limit_and_every_slot_comes_back() {
         for t in threads {
             t.join().unwrap();
         }
-        let w = gate.0.load(Ordering::SeqCst);
+        let w = gate.word();
         assert_eq!(taken(w), 0, "every slot given back");
         assert_eq!(offered(w), 3, "every request counted once");
         assert_eq!(seen.load(Ordering::SeqCst), 0b111);
@@ -79,19 +73,19 @@ fn never_more_than_the_limit_and_every_slot_comes_back() {
 fn a_shed_request_takes_no_slot_and_a_queued_one_respects_the_limit() {
     model().check(|| {
         let limit = 1;
-        let gate = Arc::new(Gate(AtomicU64::new(0)));
+        let gate = Arc::new(Gate::new());
         let inside = Arc::new(AtomicU32::new(0));
         let enter = move |gate: &Gate, inside: &AtomicU32| {
             let now = inside.fetch_add(1, Ordering::SeqCst) + 1;
             assert!(now <= limit, "{now} requests inside a limit of {limit}");
             inside.fetch_sub(1, Ordering::SeqCst);
-            release(gate);
+            gate.release();
         };
         let mut threads = Vec::new();
         for _ in 0..2 {
             let (gate, inside) = (gate.clone(), inside.clone());
             threads.push(loom::thread::spawn(move || {
-                let (n, outcome) = offer(&*gate, limit, false, |n| n == 0);
+                let (n, outcome) = gate.offer(limit, false, |n| n == 0);
                 assert_eq!(n == 0, outcome == Offer::Shed, "request {n}: {outcome:?}");
                 if outcome == Offer::Admitted {
                     enter(&gate, &inside);
@@ -101,7 +95,7 @@ fn a_shed_request_takes_no_slot_and_a_queued_one_respects_the_limit() {
         {
             let (gate, inside) = (gate.clone(), inside.clone());
             threads.push(loom::thread::spawn(move || {
-                if try_acquire(&*gate, limit) {
+                if gate.try_acquire(limit) {
                     enter(&gate, &inside);
                 }
             }));
@@ -109,75 +103,134 @@ fn a_shed_request_takes_no_slot_and_a_queued_one_respects_the_limit() {
         for t in threads {
             t.join().unwrap();
         }
-        let w = gate.0.load(Ordering::SeqCst);
+        let w = gate.word();
         assert_eq!((offered(w), taken(w)), (2, 0));
     });
 }
 
+/// Data whose every access loom checks against every other: an access that does not
+/// happen before (or after) a write to it is reported.
+struct Tracked(UnsafeCell<u64>);
+
+// SAFETY: the cell is only reached through loom's `with`/`with_mut` and its pointer is
+// never dereferenced, so sharing it is no data race; whether the accesses are ordered is
+// what loom checks.
+#[allow(unsafe_code)]
+unsafe impl Sync for Tracked {}
+
+/// A layer's state in miniature: the gate word, data the handles and requests read, and a
+/// count of frees.
+struct State {
+    gate: Gate,
+    data: Tracked,
+    freed: Arc<AtomicU32>,
+}
+
+impl State {
+    fn new(freed: &Arc<AtomicU32>) -> Self {
+        State { gate: Gate::new(), data: Tracked(UnsafeCell::new(0)), freed: freed.clone() }
+    }
+
+    /// A handle or request uses the state (a read loom records).
+    fn touch(&self) {
+        self.data.0.with(|_| ());
+    }
+}
+
+impl Gated for State {
+    fn gate(&self) -> &Gate {
+        &self.gate
+    }
+}
+
+impl Drop for State {
+    /// Freeing is a write to all of the state: loom reports any access that does not
+    /// happen before it (the synchronisation the owner protocol's orderings must give).
+    fn drop(&mut self) {
+        self.data.0.with_mut(|_| ());
+        self.freed.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
 /// The layer's last handle goes away while two admitted requests finish on other threads:
-/// the state is freed exactly once, after every request is done with it, whatever the
-/// interleaving (the protocol behind `Owner` and `Permit`).
+/// the state is freed exactly once, by whichever comes last, and every access to it, the
+/// handle's and the requests', happens before the free, whatever the interleaving.
 #[test]
-fn the_state_is_freed_once_and_after_its_last_slot() {
+fn the_state_is_freed_once_and_after_every_access() {
     model().check(|| {
-        let gate = Arc::new(Gate(AtomicU64::new(0)));
-        // Two requests admitted while the handle was alive.
-        for _ in 0..2 {
-            assert_eq!(offer(&*gate, 8, false, |_| false).1, Offer::Admitted);
-        }
         let freed = Arc::new(AtomicU32::new(0));
-        let threads: Vec<_> = (0..2)
-            .map(|_| {
-                let (gate, freed) = (gate.clone(), freed.clone());
+        let owner = Owner::new(State::new(&freed));
+        // Two requests admitted while the handle was alive.
+        let slots: Vec<_> = (0..2)
+            .map(|_| match owner.offer(8, false, |_| false) {
+                (Offer::Admitted, Some(slot)) => slot,
+                other => panic!("not admitted: {:?}", other.0),
+            })
+            .collect();
+        let threads: Vec<_> = slots
+            .into_iter()
+            .map(|slot| {
+                let freed = freed.clone();
                 loom::thread::spawn(move || {
                     // The request still uses the state: it must not be freed yet.
                     assert_eq!(freed.load(Ordering::SeqCst), 0, "state freed under a request");
-                    if release(&*gate) {
-                        freed.fetch_add(1, Ordering::SeqCst);
-                    }
+                    slot.touch();
+                    drop(slot);
                 })
             })
             .collect();
         // The last handle.
-        if retire(&*gate) {
-            freed.fetch_add(1, Ordering::SeqCst);
-        }
+        owner.touch();
+        drop(owner);
         for t in threads {
             t.join().unwrap();
         }
         assert_eq!(freed.load(Ordering::SeqCst), 1, "freed exactly once");
-        let w = gate.0.load(Ordering::SeqCst);
-        assert_eq!((offered(w), taken(w), w & RETIRED), (2, 0, RETIRED));
     });
 }
 
-/// Dry run (`take_anyway`) takes slots past any limit; the count must never carry into the
-/// RETIRED bit (a release would then free the state under a live layer): at `MAX_TAKEN`
-/// `offer` aborts the process, as `Arc` does on a reference-count overflow. Run in a child
-/// process, which must die of SIGABRT before its word shows RETIRED.
+/// Handles on two threads each admit a request and go away before it finishes; the main
+/// thread's handle goes too: the slots keep the state alive past every handle, the last
+/// release frees it once, after every access.
 #[test]
-fn dry_run_slots_never_reach_the_retired_bit() {
-    use safegate_tower::slots::MAX_TAKEN;
-    const CHILD: &str = "SAFEGATE_TOWER_OVERFLOW_CHILD";
-    if std::env::var_os(CHILD).is_some() {
-        let g = std::sync::atomic::AtomicU64::new(u64::from(MAX_TAKEN) - 1);
-        assert_eq!(offer(&g, 1, true, |_| false).1, Offer::Full); // the last slot there is
-        let _ = offer(&g, 1, true, |_| false); // aborts
-        let w = g.load(std::sync::atomic::Ordering::SeqCst);
-        println!("survived: word {w:#x}, retired {}", w & RETIRED != 0);
-        return;
-    }
-    let out = std::process::Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "dry_run_slots_never_reach_the_retired_bit", "--nocapture", "--test-threads=1"])
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "the child survived: {}", String::from_utf8_lossy(&out.stdout));
-    assert!(stderr.contains("slots taken at once"), "{stderr}");
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        assert_eq!(out.status.signal(), Some(6), "SIGABRT expected: {:?}", out.status);
-    }
+fn requests_outlive_their_handles() {
+    model().check(|| {
+        let freed = Arc::new(AtomicU32::new(0));
+        let handle = Arc::new(Owner::new(State::new(&freed)));
+        let threads: Vec<_> = (0..2)
+            .map(|_| {
+                let (handle, freed) = (handle.clone(), freed.clone());
+                loom::thread::spawn(move || {
+                    let (outcome, slot) = handle.offer(8, false, |_| false);
+                    assert_eq!(outcome, Offer::Admitted);
+                    let slot = slot.expect("an admitted request holds a slot");
+                    drop(handle);
+                    assert_eq!(freed.load(Ordering::SeqCst), 0, "state freed under a request");
+                    slot.touch();
+                    let w = slot.gate.word();
+                    assert!(taken(w) >= 1, "the request's own slot is taken: {w:#x}");
+                    drop(slot);
+                })
+            })
+            .collect();
+        handle.touch();
+        drop(handle);
+        for t in threads {
+            t.join().unwrap();
+        }
+        assert_eq!(freed.load(Ordering::SeqCst), 1, "freed exactly once");
+    });
+}
+
+/// A retired gate with no slot out is freed by its last handle at once.
+#[test]
+fn a_handle_without_requests_frees_at_once() {
+    model().check(|| {
+        let freed = Arc::new(AtomicU32::new(0));
+        let owner = Owner::new(State::new(&freed));
+        let gate_word_before = owner.gate.word();
+        assert_eq!(gate_word_before & RETIRED, 0);
+        drop(owner);
+        assert_eq!(freed.load(Ordering::SeqCst), 1);
+    });
 }
