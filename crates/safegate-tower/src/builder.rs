@@ -9,6 +9,7 @@ use safegate_core::boundary::Boundary;
 use safegate_core::controllers::{Actuator, ControllerKind, Setting, UnknownController};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
+use safegate_core::RangeError;
 use tokio::sync::Notify;
 
 use crate::classify::SingleClass;
@@ -229,7 +230,8 @@ impl<C> Builder<C> {
 
     /// Check every setting and build the layer.
     pub fn build(self) -> Result<AdmissionLayer<C>, BuildError> {
-        let setting = |field, value: String, allowed| Err(BuildError::Setting { field, value, allowed });
+        let setting =
+            |field, value: String, allowed: &str| Err(BuildError::Setting(RangeError::new(field, value, allowed)));
         if !(1..=1_000_000).contains(&self.max_concurrency) {
             return setting("max_concurrency", self.max_concurrency.to_string(), "[1, 1000000]");
         }
@@ -268,11 +270,11 @@ impl<C> Builder<C> {
         };
         let barrier_boundary = cfg.barrier.boundary();
         if barrier_boundary < MIN_BOUNDARY {
-            return Err(BuildError::Setting {
-                field: "capacity",
-                value: format!("{} (θ·Q = {barrier_boundary:.1} requests)", cfg.barrier.capacity()),
-                allowed: "θ·Q ≥ 10 requests: raise max_concurrency or set capacity",
-            });
+            return Err(BuildError::Setting(RangeError::new(
+                "capacity",
+                format!("{} (θ·Q = {barrier_boundary:.1} requests)", cfg.barrier.capacity()),
+                "θ·Q ≥ 10 requests: raise max_concurrency or set capacity",
+            )));
         }
         let filter = SafetyFilter::new(cfg, nominal).map_err(|e| BuildError::Filter(e.to_string()))?;
         let clock = self.clock.unwrap_or_default();

@@ -92,14 +92,7 @@ pub enum BuildError {
     /// The filter rejected its configuration.
     #[error("filter: {0}")]
     Filter(String),
-    /// A builder setting is out of range.
-    #[error("{field} = {value} is out of range: allowed {allowed}")]
-    Setting {
-        /// The builder method.
-        field: &'static str,
-        /// The value given.
-        value: String,
-        /// What is allowed.
-        allowed: &'static str,
-    },
+    /// A builder setting is out of range (the field is the builder method).
+    #[error("{0}")]
+    Setting(safegate_core::RangeError),
 }
