@@ -82,13 +82,14 @@ pub mod check {
         }
     }
 
+    /// The smallest number above 0 and the largest below 1: the ends of open intervals, so
+    /// every check is one closed [`within`].
+    const ABOVE_ZERO: f64 = f64::from_bits(1);
+    const BELOW_ONE: f64 = 1.0 - f64::EPSILON / 2.0;
+
     /// A finite `v > 0`.
     pub fn positive(field: &str, v: f64) -> Result<f64, RangeError> {
-        if v > 0.0 && v <= f64::MAX {
-            Ok(v)
-        } else {
-            Err(RangeError::new(field, v, "(0, ∞)"))
-        }
+        within(field, v, ABOVE_ZERO, f64::MAX, "(0, ∞)")
     }
 
     /// A finite `v ≥ 0`.
@@ -98,11 +99,7 @@ pub mod check {
 
     /// A probability strictly between 0 and 1 (ε, η).
     pub fn probability(field: &str, v: f64) -> Result<f64, RangeError> {
-        if v > 0.0 && v < 1.0 {
-            Ok(v)
-        } else {
-            Err(RangeError::new(field, v, "(0, 1)"))
-        }
+        within(field, v, ABOVE_ZERO, BELOW_ONE, "(0, 1)")
     }
 
     /// A share in `[0, 1]` (a sensitivity, a retry probability).
@@ -112,20 +109,12 @@ pub mod check {
 
     /// A decay factor α in `[0, 1)`.
     pub fn decay(field: &str, v: f64) -> Result<f64, RangeError> {
-        if (0.0..1.0).contains(&v) {
-            Ok(v)
-        } else {
-            Err(RangeError::new(field, v, "[0, 1)"))
-        }
+        within(field, v, 0.0, BELOW_ONE, "[0, 1)")
     }
 
     /// A rate-of-closure gain γ in `(0, 1]`.
     pub fn gain(field: &str, v: f64) -> Result<f64, RangeError> {
-        if v > 0.0 && v <= 1.0 {
-            Ok(v)
-        } else {
-            Err(RangeError::new(field, v, "(0, 1]"))
-        }
+        within(field, v, ABOVE_ZERO, 1.0, "(0, 1]")
     }
 
     /// The occupancy threshold θ of a barrier or a gate, as a share of capacity: `(0, 1)`.
@@ -133,11 +122,7 @@ pub mod check {
     /// One range for every θ: at 0 the safe set is an empty queue, at 1 it is the whole
     /// buffer (a queue can never leave it, so there is nothing to enforce).
     pub fn threshold(field: &str, v: f64) -> Result<f64, RangeError> {
-        if v > 0.0 && v < 1.0 {
-            Ok(v)
-        } else {
-            Err(RangeError::new(field, v, "(0, 1)"))
-        }
+        probability(field, v)
     }
 
     /// A queue capacity: `[1, 1e8]` requests, the same in scenarios, the simulator, the
@@ -153,6 +138,11 @@ mod tests {
 
     #[test]
     fn nan_fails_every_check() {
+        for (lo, hi) in [(0.0, 1.0), (f64::MIN_POSITIVE, 1.0 - 1e-16)] {
+            assert!(check::probability("p", lo).is_err() == (lo == 0.0));
+            assert!(check::probability("p", hi).is_err() == (hi == 1.0));
+        }
+        assert!(check::decay("d", 0.0).is_ok() && check::gain("g", 1.0).is_ok() && check::gain("g", 0.0).is_err());
         for f in [
             check::positive,
             check::non_negative,
