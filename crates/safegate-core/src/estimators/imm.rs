@@ -45,6 +45,8 @@
 //! seed's setup (Δ = 3, p = 0.02: ln 49 = 3.89) gives L = 2.58 at ν = 1.5, 3.13 at ν = 3 and
 //! 3.77 at ν = 5.
 
+use crate::error::{check, RangeError};
+
 /// The observation likelihood of each mode (both modes share the form and the scale).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum Likelihood {
@@ -100,18 +102,6 @@ impl ImmConfig {
     }
 }
 
-/// Why an [`ImmConfig`] is unusable.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ImmConfigError(&'static str);
-
-impl std::fmt::Display for ImmConfigError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.0)
-    }
-}
-
-impl std::error::Error for ImmConfigError {}
-
 /// The two-mode IMM filter with its alarm rule.
 ///
 /// # Examples
@@ -145,18 +135,17 @@ pub struct TwoModeImm {
 
 impl TwoModeImm {
     /// A filter starting with all belief on mode 0.
-    pub fn new(cfg: ImmConfig) -> Result<Self, ImmConfigError> {
-        if !(cfg.sd > 0.0 && cfg.sd.is_finite()) {
-            return Err(ImmConfigError("sd must be positive and finite"));
+    pub fn new(cfg: ImmConfig) -> Result<Self, RangeError> {
+        check::positive("sd", cfg.sd)?;
+        check::within("switch", cfg.switch, 0.0, 0.5, "[0, 0.5]")?;
+        check::within("mean0", cfg.mean0, f64::MIN, f64::MAX, "a finite number")?;
+        check::within("mean1", cfg.mean1, f64::MIN, f64::MAX, "a finite number other than mean0")?;
+        if cfg.mean0 == cfg.mean1 {
+            return Err(RangeError::new("mean1", cfg.mean1, "a finite number other than mean0"));
         }
-        if !(0.0..=0.5).contains(&cfg.switch) {
-            return Err(ImmConfigError("switch must be in [0, 0.5]"));
-        }
-        if !(cfg.mean0.is_finite() && cfg.mean1.is_finite()) || cfg.mean0 == cfg.mean1 {
-            return Err(ImmConfigError("mode means must be finite and distinct"));
-        }
-        if !(0.0..1.0).contains(&cfg.alarm_level) || cfg.alarm_run == 0 {
-            return Err(ImmConfigError("alarm level must be in [0, 1) and the run at least 1"));
+        check::decay("alarm_level", cfg.alarm_level)?;
+        if cfg.alarm_run == 0 {
+            return Err(RangeError::new("alarm_run", 0, "1 or more"));
         }
         let v = cfg.sd * cfg.sd;
         let (slope, offset) = match cfg.likelihood {
@@ -164,9 +153,7 @@ impl TwoModeImm {
                 ((cfg.mean1 - cfg.mean0) / v, (cfg.mean1 * cfg.mean1 - cfg.mean0 * cfg.mean0) / (2.0 * v))
             }
             Likelihood::StudentT { nu } => {
-                if !(nu > 0.0 && nu.is_finite()) {
-                    return Err(ImmConfigError("Student-t degrees of freedom must be positive and finite"));
-                }
+                check::positive("likelihood.nu", nu)?;
                 (nu * v, (nu + 1.0) / 2.0)
             }
         };
