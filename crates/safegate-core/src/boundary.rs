@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{check, ParseError, RangeError};
 use crate::filter::{Backup, Barrier, Constraint};
+use crate::limits::{budget, MAX_STEPS};
 use crate::safety::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
 
 /// `[barrier]`.
@@ -241,6 +242,13 @@ impl Boundary {
             "[1e-4, min(3600, probability.horizon)] seconds",
         )?;
         check::positive("decision.rate_tau", dc.rate_tau)?;
+        budget(
+            "probability.horizon",
+            p.horizon,
+            p.horizon / dc.period,
+            MAX_STEPS,
+            "probability.horizon / decision.period decision steps",
+        )?;
         let d = &self.disturbance;
         check::positive("disturbance.window", d.window)?;
         if d.window / dc.period > MAX_WINDOW as f64 {
@@ -356,6 +364,23 @@ mod tests {
             ..Boundary::default()
         };
         assert_eq!(b.safety_config(200.0).unwrap().constraints.len(), 5);
+    }
+
+    /// A decision period finer than any clock (it used to abort in the allocator) and a
+    /// horizon of 2e13 decision steps are refused, naming the input.
+    #[test]
+    fn sizes_derived_from_a_boundary_fit_a_budget() {
+        let mut b = Boundary::default();
+        b.decision.period = 1e-12;
+        assert_eq!(b.validate(200.0).unwrap_err().field, "decision.period");
+        let mut b = Boundary::default();
+        b.probability.horizon = 1e12;
+        let e = b.validate(200.0).unwrap_err();
+        assert_eq!(e.field, "probability.horizon");
+        assert!(e.allowed.contains("2e13") && e.allowed.contains("at most 1e9"), "{e}");
+        let mut b = Boundary::default();
+        b.disturbance.window = 1e9;
+        assert_eq!(b.validate(200.0).unwrap_err().field, "disturbance.window");
     }
 
     #[test]

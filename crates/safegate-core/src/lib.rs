@@ -26,6 +26,7 @@ pub mod error;
 pub mod estimators;
 pub mod filter;
 pub mod gate;
+pub mod limits;
 pub mod policy;
 pub mod quantile;
 pub mod safety;

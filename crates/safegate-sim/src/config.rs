@@ -1,6 +1,7 @@
 //! A resolved, validated simulation: everything a run needs, no defaults left to fill.
 
 use safegate_core::error::{check, RangeError};
+use safegate_core::limits::{budget, MAX_EVENTS, MAX_RATE, MAX_STEPS};
 use serde::Serialize;
 
 use crate::behaviour::{Retries, ServiceLaw};
@@ -100,19 +101,17 @@ impl Config {
         check::positive("model.comfortable", p.comfortable)?;
         check::positive("model.rate", p.rate)?;
         check::capacity("model.capacity", p.capacity)?;
-        check::non_negative("traffic.rate", self.traffic)?;
+        check::within("traffic.rate", self.traffic, 0.0, MAX_RATE, "[0, 1e7] req/s")?;
         if let Some(sp) = self.spike {
             check::non_negative("traffic.spike.start", sp.start)?;
             check::positive("traffic.spike.duration", sp.duration)?;
-            check::non_negative("traffic.spike.rate", sp.rate)?;
+            check::within("traffic.spike.rate", sp.rate, 0.0, MAX_RATE, "[0, 1e7] req/s")?;
         }
         check::within("run.duration", self.duration, f64::MIN_POSITIVE, 1e9, "(0, 1e9] seconds")?;
         if !(self.dt > 0.0 && self.dt <= self.duration) {
             return Err(RangeError::new("run.dt", self.dt, format!("(0, run.duration = {}]", self.duration)));
         }
-        if self.duration / self.dt > 1e11 {
-            return Err(RangeError::new("run.dt", self.dt, "at least run.duration / 1e11 (too many steps)"));
-        }
+        budget("run.duration", self.duration, self.duration / self.dt, MAX_STEPS, "run.duration / run.dt steps")?;
         if !(self.initial_queue >= 0.0 && self.initial_queue <= p.capacity) {
             return Err(RangeError::new(
                 "run.initial_queue",
@@ -125,6 +124,23 @@ impl Config {
         self.health.check()?;
         self.retries.check()?;
         self.service.check()?;
+        Ok(())
+    }
+
+    /// [`Config::check`], and the budget of `mode`: a stochastic run is an event per
+    /// arrival, so its expected arrivals `λ·duration` must fit [`MAX_EVENTS`].
+    pub fn check_for(&self, mode: crate::Mode) -> Result<(), RangeError> {
+        self.check()?;
+        if mode == crate::Mode::Stochastic {
+            let peak = self.spike.map_or(self.traffic, |s| s.rate.max(self.traffic));
+            budget(
+                "traffic.rate",
+                self.traffic,
+                peak * self.duration,
+                MAX_EVENTS,
+                "expected arrivals of a stochastic run (peak traffic × run.duration)",
+            )?;
+        }
         Ok(())
     }
 }
@@ -146,6 +162,21 @@ mod tests {
         for mode in [crate::Mode::Fluid, crate::Mode::Stochastic, crate::Mode::Stepped] {
             assert!(crate::run(mode, &bad, &mut open, opts()).is_err());
         }
+    }
+
+    /// Sizes derived from input are checked against a stated budget before a run starts
+    /// (issue "bad input": `run --duration 1e9` ran for 45 minutes, `--traffic 1e308` printed
+    /// `offered inf`, a stochastic run at 1e9 req/s hung).
+    #[test]
+    fn sizes_derived_from_input_fit_a_budget() {
+        let e = Config { duration: 1e9, ..Config::default() }.check().unwrap_err();
+        assert_eq!(e.field, "run.duration");
+        assert!(e.allowed.contains("2e10") && e.allowed.contains("at most 1e9"), "{e}");
+        assert_eq!(Config { traffic: 1e308, ..Config::default() }.check().unwrap_err().field, "traffic.rate");
+        let fast = Config { traffic: 1e7, ..Config::default() };
+        assert!(fast.check_for(crate::Mode::Fluid).is_ok());
+        let e = fast.check_for(crate::Mode::Stochastic).unwrap_err();
+        assert!(e.allowed.contains("expected arrivals"), "{e}");
     }
 
     #[test]

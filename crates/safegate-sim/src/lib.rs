@@ -53,7 +53,7 @@ use safegate_core::Policy;
 /// Run `cfg` in `mode` under `policy`; a configuration that fails [`Config::check`] is
 /// refused with the field, its value and the allowed range.
 pub fn run<P: Policy + ?Sized>(mode: Mode, cfg: &Config, policy: &mut P, opts: RunOptions<'_>) -> Checked<Outcome> {
-    cfg.check()?;
+    cfg.check_for(mode)?;
     Ok(match mode {
         Mode::Fluid => fluid::simulate(cfg, policy, opts),
         Mode::Stochastic => stochastic::simulate(cfg, policy, opts),

@@ -1,0 +1,78 @@
+//! The budgets every size derived from input is checked against before anything is
+//! allocated or looped over: steps, events, trajectories, cells, samples, requests.
+//!
+//! A typo (a period of `1e-12`, a million-fold duration, `--trials 1e12`) must get an error
+//! that names the input and says what would fit, not an abort in the allocator, an hour of
+//! silence or gigabytes of memory. Each limit is far above what the seed's model, the CLI's
+//! defaults and the tests need; `docs/limits.md` lists them with the inputs that drive them.
+
+use crate::error::RangeError;
+
+/// Most simulation steps of one run (fluid or stepped): `duration / dt`, or a boundary's
+/// `horizon / period` (one trajectory).
+pub const MAX_STEPS: f64 = 1e9;
+/// Most expected arrivals of one stochastic run, `λ·duration` (each is an event).
+pub const MAX_EVENTS: f64 = 1e9;
+/// Most offered rate \[req/s\] a model accepts (traffic, spikes).
+pub const MAX_RATE: f64 = 1e7;
+/// Most trajectory-steps of one `verify` (cells × arms × trials × horizon steps): about
+/// ten minutes at the measured tens of millions of steps per second on two cores.
+pub const MAX_TRAJECTORY_STEPS: f64 = 2e10;
+/// Most trials (trajectories) per cell and arm; each keeps one number for the CVaR.
+pub const MAX_TRIALS: f64 = 1e8;
+/// Most grid points along one axis of an envelope.
+pub const MAX_GRID_POINTS: f64 = 1000.0;
+/// Most points of a series a command prints or holds for output (longer series are
+/// decimated to this).
+pub const MAX_SERIES_POINTS: usize = 100_000;
+
+/// `Err` unless the size `derived` (what `what` names, e.g. "horizon / decision.period
+/// decision steps") that the input `field = value` drives is at most `max`.
+///
+/// ```
+/// use safegate_core::limits::{budget, MAX_STEPS};
+///
+/// let e = budget("probability.horizon", 1e12, 1e12 / 0.05, MAX_STEPS, "horizon / decision.period decision steps").unwrap_err();
+/// assert_eq!(e.to_string(), "probability.horizon = 1000000000000 is out of range: allowed horizon / decision.period decision steps = 2e13; at most 1e9");
+/// ```
+pub fn budget(
+    field: &str,
+    value: impl std::fmt::Display,
+    derived: f64,
+    max: f64,
+    what: &str,
+) -> Result<(), RangeError> {
+    if derived <= max {
+        Ok(())
+    } else {
+        Err(RangeError::new(field, value, format!("{what} = {}; at most {}", sci(derived), sci(max))))
+    }
+}
+
+/// A number in short scientific form: `2e13`, `1.5e9`, `NaN`.
+fn sci(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let s = format!("{x:.2e}");
+    // `2.00e13` → `2e13`, `1.50e9` → `1.5e9`.
+    match s.split_once('e') {
+        Some((m, e)) => format!("{}e{e}", m.trim_end_matches('0').trim_end_matches('.')),
+        None => s,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn budgets_name_the_input_and_what_fits() {
+        assert!(budget("x", 1, 10.0, 10.0, "things").is_ok());
+        let e = budget("run.duration", 1e9, 2e10, MAX_STEPS, "run.duration / run.dt steps").unwrap_err();
+        assert_eq!(e.field, "run.duration");
+        assert!(e.allowed.contains("2e10") && e.allowed.contains("at most 1e9"), "{e}");
+        assert!(budget("x", "NaN", f64::NAN, 1.0, "n").is_err(), "NaN is not within any budget");
+        assert_eq!(sci(1.5e9), "1.5e9");
+    }
+}
