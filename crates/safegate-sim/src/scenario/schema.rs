@@ -92,7 +92,7 @@ pub enum HealthKind {
 /// `[health]`: downstream health over time. The dip's shape keys (`high`, `low`,
 /// `hold_high`, `ramp_down`, `hold_low`, `ramp_up`) are [`DipShape`]'s, beside these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(from = "HealthFile", into = "HealthFile")]
 pub struct HealthSection {
     /// Schedule kind ("cycle").
     pub kind: HealthKind,
@@ -104,10 +104,66 @@ pub struct HealthSection {
     pub noise: f64,
     /// Seconds between noise redraws (1).
     pub noise_period: f64,
-    /// The dip's shape, and `high` as the constant level (its keys sit in `[health]`; an
-    /// unknown key in the section is reported by this part).
-    #[serde(flatten)]
+    /// The dip's shape, and `high` as the constant level (its keys sit in `[health]`).
     pub shape: DipShape,
+}
+
+/// `[health]` as written: the shape's keys beside the section's own, flat. serde cannot
+/// reject unknown keys across a flattened struct, so the file's shape is spelled out here
+/// (private: the one public type is [`HealthSection`] with its [`DipShape`]).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HealthFile {
+    kind: HealthKind,
+    high: f64,
+    low: f64,
+    hold_high: f64,
+    ramp_down: f64,
+    hold_low: f64,
+    ramp_up: f64,
+    start: f64,
+    file: Option<PathBuf>,
+    noise: f64,
+    noise_period: f64,
+}
+
+impl Default for HealthFile {
+    fn default() -> Self {
+        HealthSection::default().into()
+    }
+}
+
+impl From<HealthFile> for HealthSection {
+    fn from(f: HealthFile) -> Self {
+        let shape = DipShape {
+            high: f.high,
+            low: f.low,
+            hold_high: f.hold_high,
+            ramp_down: f.ramp_down,
+            hold_low: f.hold_low,
+            ramp_up: f.ramp_up,
+        };
+        Self { kind: f.kind, start: f.start, file: f.file, noise: f.noise, noise_period: f.noise_period, shape }
+    }
+}
+
+impl From<HealthSection> for HealthFile {
+    fn from(h: HealthSection) -> Self {
+        let DipShape { high, low, hold_high, ramp_down, hold_low, ramp_up } = h.shape;
+        Self {
+            kind: h.kind,
+            high,
+            low,
+            hold_high,
+            ramp_down,
+            hold_low,
+            ramp_up,
+            start: h.start,
+            file: h.file,
+            noise: h.noise,
+            noise_period: h.noise_period,
+        }
+    }
 }
 
 impl Default for HealthSection {

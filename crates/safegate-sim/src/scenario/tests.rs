@@ -11,6 +11,11 @@ fn empty_file_is_the_seed() {
 
 #[test]
 fn unknown_keys_fail_with_their_name() {
+    // Also in [health], whose shape keys are DipShape's.
+    let e = Scenario::from_toml("[health]\nlowest = 0.2\n", "t").unwrap_err().to_string();
+    assert!(e.contains("lowest"), "{e}");
+    let s = Scenario::from_toml("[health]\nlow = 0.2\nkind = \"dip\"\n", "t").unwrap();
+    assert_eq!((s.health.shape.low, s.health.kind), (0.2, HealthKind::Dip));
     let e = Scenario::from_toml("[model]\nexecutor = 8\n", "t").unwrap_err().to_string();
     assert!(e.contains("executor"), "{e}");
     let e = Scenario::from_toml("[modle]\n", "t").unwrap_err().to_string();
