@@ -377,7 +377,7 @@ mod tests {
         b.probability.horizon = 1e12;
         let e = b.validate(200.0).unwrap_err();
         assert_eq!(e.field, "probability.horizon");
-        assert!(e.allowed.contains("2e13") && e.allowed.contains("at most 1e9"), "{e}");
+        assert!(e.allowed.contains("2e13") && e.allowed.contains("at most 1e8"), "{e}");
         let mut b = Boundary::default();
         b.disturbance.window = 1e9;
         assert_eq!(b.validate(200.0).unwrap_err().field, "disturbance.window");

@@ -9,10 +9,11 @@
 use crate::error::RangeError;
 
 /// Most simulation steps of one run (fluid or stepped): `duration / dt`, or a boundary's
-/// `horizon / period` (one trajectory).
-pub const MAX_STEPS: f64 = 1e9;
+/// `horizon / period` (one trajectory). A fluid step costs about 55 ns here, so the longest
+/// run allowed takes seconds (58 simulated days at the seed's 50 ms).
+pub const MAX_STEPS: f64 = 1e8;
 /// Most expected arrivals of one stochastic run, `λ·duration` (each is an event).
-pub const MAX_EVENTS: f64 = 1e9;
+pub const MAX_EVENTS: f64 = 1e8;
 /// Most offered rate \[req/s\] a model accepts (traffic, spikes).
 pub const MAX_RATE: f64 = 1e7;
 /// Most trajectory-steps of one `verify` (cells × arms × trials × horizon steps): about
@@ -33,7 +34,7 @@ pub const MAX_SERIES_POINTS: usize = 100_000;
 /// use safegate_core::limits::{budget, MAX_STEPS};
 ///
 /// let e = budget("probability.horizon", 1e12, 1e12 / 0.05, MAX_STEPS, "horizon / decision.period decision steps").unwrap_err();
-/// assert_eq!(e.to_string(), "probability.horizon = 1000000000000 is out of range: allowed horizon / decision.period decision steps = 2e13; at most 1e9");
+/// assert_eq!(e.to_string(), "probability.horizon = 1000000000000 is out of range: allowed horizon / decision.period decision steps = 2e13; at most 1e8");
 /// ```
 pub fn budget(
     field: &str,
@@ -71,7 +72,7 @@ mod tests {
         assert!(budget("x", 1, 10.0, 10.0, "things").is_ok());
         let e = budget("run.duration", 1e9, 2e10, MAX_STEPS, "run.duration / run.dt steps").unwrap_err();
         assert_eq!(e.field, "run.duration");
-        assert!(e.allowed.contains("2e10") && e.allowed.contains("at most 1e9"), "{e}");
+        assert!(e.allowed.contains("2e10") && e.allowed.contains("at most 1e8"), "{e}");
         assert!(budget("x", "NaN", f64::NAN, 1.0, "n").is_err(), "NaN is not within any budget");
         assert_eq!(sci(1.5e9), "1.5e9");
     }
