@@ -357,6 +357,17 @@ async fn builder_errors_are_typed() {
     assert!(e.to_string().contains("threshhold"), "{e}");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../boundaries/seed-80.toml");
     AdmissionLayer::builder().boundary_file(path).build().unwrap();
+    // Boundaries that aborted the CLI in the allocator give a server a BuildError naming
+    // the field (a period finer than any clock; a σ window of a billion seconds).
+    for (text, field) in [
+        ("[decision]\nperiod = 1e-12\n", "decision.period"),
+        ("[disturbance]\nwindow = 1e9\n", "disturbance.window"),
+        ("[probability]\nhorizon = 1e12\n", "probability.horizon"),
+    ] {
+        let b = safegate_tower::parse_boundary(text, "t").unwrap();
+        let e = AdmissionLayer::builder().boundary(b).build().unwrap_err();
+        assert!(e.to_string().contains(field), "{text}: {e}");
+    }
 }
 
 /// Requests that never finish fill the service toward the barrier (θ·Q = 0.7·20 = 14 in
