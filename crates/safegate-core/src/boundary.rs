@@ -16,8 +16,13 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::{check, ParseError, RangeError};
+use crate::filter::constraint::MAX_RHO;
 use crate::filter::{Backup, Barrier, Constraint};
 use crate::limits::{budget, MAX_STEPS};
+
+/// Smallest ε a boundary may state: below it no Monte-Carlo check could ever show it, and
+/// the per-step ε (`ε·dt/T`) stays far from floating-point underflow.
+pub const MIN_EPSILON: f64 = 1e-12;
 use crate::safety::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
 
 /// `[barrier]`.
@@ -226,12 +231,12 @@ impl Boundary {
         check::threshold("barrier.threshold", b.threshold)?;
         check::capacity("barrier.capacity", b.capacity.unwrap_or(capacity))?;
         let p = &self.probability;
-        check::probability("probability.epsilon", p.epsilon)?;
+        check::within("probability.epsilon", p.epsilon, MIN_EPSILON, 1.0 - f64::EPSILON, "[1e-12, 1)")?;
         check::positive("probability.horizon", p.horizon)?;
         check::decay("probability.decay", p.decay)?;
         if let Some(m) = &self.magnitude {
-            check::probability("magnitude.eta", m.eta)?;
-            check::within("magnitude.rho", m.rho, 0.0, f64::MAX, "[0, ∞) (barrier units: 0.1 = 10 % of capacity)")?;
+            check::within("magnitude.eta", m.eta, 1e-9, 1.0 - f64::EPSILON, "[1e-9, 1)")?;
+            check::within("magnitude.rho", m.rho, 0.0, MAX_RHO, "[0, 1e6] (barrier units: 0.1 = 10 % of capacity)")?;
         }
         let dc = &self.decision;
         check::within(

@@ -82,9 +82,10 @@ pub mod check {
         }
     }
 
-    /// The smallest number above 0 and the largest below 1: the ends of open intervals, so
-    /// every check is one closed [`within`].
-    const ABOVE_ZERO: f64 = f64::from_bits(1);
+    /// The smallest normal number above 0 and the largest below 1: the ends of open
+    /// intervals, so every check is one closed [`within`]. (A subnormal "positive" value
+    /// overflows the first division it meets.)
+    const ABOVE_ZERO: f64 = f64::MIN_POSITIVE;
     const BELOW_ONE: f64 = 1.0 - f64::EPSILON / 2.0;
 
     /// A finite `v > 0`.
@@ -123,6 +124,11 @@ pub mod check {
     /// buffer (a queue can never leave it, so there is nothing to enforce).
     pub fn threshold(field: &str, v: f64) -> Result<f64, RangeError> {
         probability(field, v)
+    }
+
+    /// A span of time in seconds, `[1e-9, 1e9]`: a ramp, a window, a period.
+    pub fn seconds(field: &str, v: f64) -> Result<f64, RangeError> {
+        within(field, v, 1e-9, 1e9, "[1e-9, 1e9] seconds")
     }
 
     /// A queue capacity: `[1, 1e8]` requests, the same in scenarios, the simulator, the

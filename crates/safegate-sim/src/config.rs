@@ -98,8 +98,8 @@ impl Config {
         if !(1..=1_000_000).contains(&p.executors) {
             return Err(RangeError::new("model.executors", p.executors, "an integer in [1, 1000000]"));
         }
-        check::positive("model.comfortable", p.comfortable)?;
-        check::positive("model.rate", p.rate)?;
+        check::within("model.comfortable", p.comfortable, f64::MIN_POSITIVE, 1e6, "(0, 1e6]")?;
+        check::within("model.rate", p.rate, f64::MIN_POSITIVE, MAX_RATE, "(0, 1e7] req/s")?;
         check::capacity("model.capacity", p.capacity)?;
         check::within("traffic.rate", self.traffic, 0.0, MAX_RATE, "[0, 1e7] req/s")?;
         if let Some(sp) = self.spike {

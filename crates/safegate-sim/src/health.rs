@@ -11,6 +11,11 @@
 use safegate_core::error::{check, RangeError};
 use serde::{Deserialize, Serialize};
 
+/// Highest health a schedule may reach: a multiplier of the pool's rate (1 is the seed's
+/// healthy downstream); beyond 100 the model's rates leave the range it is checked on.
+pub const MAX_HEALTH: f64 = 100.0;
+const HEALTH_RANGE: &str = "[0, 100] (a multiplier of the pool's rate; 1 is healthy)";
+
 /// The shape of one dip: hold high, ramp down, hold low, ramp up. A scenario's `[health]`
 /// section holds these keys beside its own (`kind`, `start`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -39,14 +44,14 @@ impl Default for DipShape {
 impl DipShape {
     /// Check every value; fields are named as in a scenario's `[health]` section.
     pub fn check(&self) -> Result<(), RangeError> {
-        check::non_negative("health.high", self.high)?;
+        check::within("health.high", self.high, 0.0, MAX_HEALTH, HEALTH_RANGE)?;
         if !(self.low >= 0.0 && self.low <= self.high) {
             return Err(RangeError::new("health.low", self.low, format!("[0, health.high = {}]", self.high)));
         }
         check::non_negative("health.hold_high", self.hold_high)?;
-        check::positive("health.ramp_down", self.ramp_down)?;
+        check::seconds("health.ramp_down", self.ramp_down)?;
         check::non_negative("health.hold_low", self.hold_low)?;
-        check::positive("health.ramp_up", self.ramp_up)?;
+        check::seconds("health.ramp_up", self.ramp_up)?;
         Ok(())
     }
 
@@ -244,7 +249,9 @@ impl HealthTrack {
     /// Check the schedule and the noise; fields are named as in a scenario's `[health]`.
     pub fn check(&self) -> Result<(), RangeError> {
         match &self.schedule {
-            HealthSchedule::Constant { level } => check::non_negative("health.high", *level).map(drop)?,
+            HealthSchedule::Constant { level } => {
+                check::within("health.high", *level, 0.0, MAX_HEALTH, HEALTH_RANGE).map(drop)?
+            }
             HealthSchedule::Cycle(shape) => shape.check()?,
             HealthSchedule::Dip { shape, start } => {
                 shape.check()?;
@@ -259,14 +266,14 @@ impl HealthTrack {
                         return Err(RangeError::new(format!("health.file[{}].t", i + 1), w[1].0, "increasing times"));
                     }
                 }
-                if let Some((t, h)) = points.iter().find(|(t, h)| !(t.is_finite() && *h >= 0.0 && h.is_finite())) {
-                    return Err(RangeError::new("health.file", format!("({t}, {h})"), "finite t, health in [0, ∞)"));
+                if let Some((t, h)) = points.iter().find(|(t, h)| !(t.is_finite() && *h >= 0.0 && *h <= MAX_HEALTH)) {
+                    return Err(RangeError::new("health.file", format!("({t}, {h})"), "finite t, health in [0, 100]"));
                 }
             }
         }
         if let Some(n) = &self.noise {
             check::within("health.noise", n.sigma, 0.0, 10.0, "[0, 10]")?;
-            check::positive("health.noise_period", n.period)?;
+            check::seconds("health.noise_period", n.period)?;
         }
         Ok(())
     }

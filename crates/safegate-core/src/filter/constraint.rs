@@ -25,6 +25,10 @@
 
 use crate::error::{check, RangeError};
 
+/// Largest CVaR bound ρ in barrier units (shares of capacity). Any ρ above `1 − θ` already
+/// bounds nothing; the cap keeps `ρ·Q` finite for every allowed capacity.
+pub const MAX_RHO: f64 = 1e6;
+
 /// What the filter knows at a decision.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct FilterState {
@@ -191,16 +195,16 @@ impl Constraint {
 
     /// Worst-case CVaR at tail `eta` at most `rho` (in barrier units) on a queue of `capacity`.
     pub fn cvar_worst_case(eta: f64, rho: f64, capacity: f64) -> Result<Self, RangeError> {
-        check::probability("eta", eta)?;
-        check::non_negative("rho", rho)?;
+        check::within("eta", eta, 1e-9, 1.0 - f64::EPSILON, "[1e-9, 1)")?;
+        check::within("rho", rho, 0.0, MAX_RHO, "[0, 1e6] (barrier units)")?;
         check::capacity("capacity", capacity)?;
         Ok(Constraint::Cvar { kappa_eta: ((1.0 - eta) / eta).sqrt(), rho_requests: rho * capacity })
     }
 
     /// Gaussian (not worst-case) CVaR: `κ = φ(z_{1−η})/η`.
     pub fn cvar_gaussian(eta: f64, rho: f64, capacity: f64) -> Result<Self, RangeError> {
-        check::probability("eta", eta)?;
-        check::non_negative("rho", rho)?;
+        check::within("eta", eta, 1e-9, 1.0 - f64::EPSILON, "[1e-9, 1)")?;
+        check::within("rho", rho, 0.0, MAX_RHO, "[0, 1e6] (barrier units)")?;
         check::capacity("capacity", capacity)?;
         let z = crate::quantile::normal_isf(eta);
         Ok(Constraint::Cvar { kappa_eta: crate::quantile::normal_pdf(z) / eta, rho_requests: rho * capacity })

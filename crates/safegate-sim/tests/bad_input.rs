@@ -1,0 +1,175 @@
+//! Property test over the scenario and boundary parsers (issue "bad input"): for arbitrary
+//! values of any numeric key, parsing and checking never panic, and whatever is accepted
+//! fits the stated budgets (`safegate_core::limits`), so running it is bounded in time and
+//! memory. Accepted configurations small enough are also run, filtered and not.
+//!
+//! CI runs the default case count (`PROPTEST_CASES` unset: 2,000 per property, seconds); a
+//! long run on demand: `PROPTEST_CASES=200000 cargo test -p safegate-sim --test bad_input`.
+
+use proptest::prelude::*;
+use safegate_core::boundary::Boundary;
+use safegate_core::limits::{MAX_EVENTS, MAX_STEPS};
+use safegate_core::safety::SafetyFilter;
+use safegate_core::SeedGate;
+use safegate_sim::{Mode, RunOptions, Scenario};
+
+const SCENARIO_KEYS: &[&str] = &[
+    "model.executors",
+    "model.comfortable",
+    "model.rate",
+    "model.capacity",
+    "traffic.rate",
+    "traffic.spike.start",
+    "traffic.spike.duration",
+    "traffic.spike.rate",
+    "gate.threshold",
+    "gate.sensitivity",
+    "health.high",
+    "health.low",
+    "health.hold_high",
+    "health.ramp_down",
+    "health.hold_low",
+    "health.ramp_up",
+    "health.start",
+    "health.noise",
+    "health.noise_period",
+    "retries.probability",
+    "service.shape",
+    "service.sigma",
+    "run.duration",
+    "run.dt",
+    "run.seed",
+    "run.initial_queue",
+    "run.drain_level",
+    "run.warmup",
+];
+
+const BOUNDARY_KEYS: &[&str] = &[
+    "barrier.threshold",
+    "barrier.capacity",
+    "probability.epsilon",
+    "probability.horizon",
+    "probability.decay",
+    "magnitude.eta",
+    "magnitude.rho",
+    "disturbance.window",
+    "expectation.tau",
+    "rate_of_closure.gamma0",
+    "rate_of_closure.gamma1",
+    "backup.concurrency",
+    "backup.horizon",
+    "envelope.traffic",
+    "envelope.health",
+    "concurrency.executors",
+    "concurrency.weight",
+    "concurrency.min_samples",
+    "concurrency.alpha",
+    "concurrency.knee",
+    "decision.period",
+    "decision.rate_tau",
+];
+
+/// A number as TOML writes it (`nan`, `inf`, `-inf`, exponents), or an integer.
+fn toml_number(x: f64, integer: bool) -> String {
+    if x.is_nan() {
+        "nan".into()
+    } else if x.is_infinite() {
+        if x > 0.0 { "inf" } else { "-inf" }.into()
+    } else if integer && x.abs() < 9e18 {
+        format!("{}", x as i64)
+    } else {
+        format!("{x:e}")
+    }
+}
+
+/// Values a typo or a script bug produces: anything, and the edges.
+fn value() -> impl Strategy<Value = String> {
+    let edges = prop_oneof![
+        Just(0.0),
+        Just(-1.0),
+        Just(1.0),
+        Just(1e-12),
+        Just(1e12),
+        Just(1e308),
+        Just(f64::NAN),
+        Just(f64::INFINITY),
+        Just(-f64::INFINITY),
+        Just(1e9),
+        Just(0.5),
+        Just(2.0),
+    ];
+    let numbers = prop_oneof![2 => edges, 3 => proptest::num::f64::ANY, 2 => -1e3f64..1e3, 1 => 0.0f64..1.0];
+    (numbers, any::<bool>(), proptest::bool::weighted(0.1)).prop_map(|(x, integer, pair)| {
+        let n = toml_number(x, integer);
+        // A key that wants a pair (envelope ranges) gets one sometimes; others then fail on type.
+        if pair {
+            format!("[{n}, {}]", toml_number(x.abs() * 2.0, integer))
+        } else {
+            n
+        }
+    })
+}
+
+fn overrides(keys: &'static [&'static str]) -> impl Strategy<Value = Vec<(String, String)>> {
+    proptest::collection::vec((proptest::sample::select(keys), value()), 1..5)
+        .prop_map(|v| v.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any values in a scenario: an error naming a field, or a configuration within budget.
+    #[test]
+    fn scenarios_are_refused_or_bounded(ov in overrides(SCENARIO_KEYS)) {
+        let Ok(s) = Scenario::from_toml_with("", "fuzz", &ov) else { return Ok(()) };
+        let Ok(cfg) = s.config("fuzz") else { return Ok(()) };
+        prop_assert!(cfg.duration / cfg.dt <= MAX_STEPS, "{ov:?}");
+        for mode in Mode::ALL {
+            if cfg.check_for(mode).is_ok() && mode == Mode::Stochastic {
+                prop_assert!(cfg.traffic * cfg.duration <= MAX_EVENTS, "{ov:?}");
+            }
+        }
+        // Small enough to run here: it runs, and its numbers are numbers.
+        if cfg.steps() <= 20_000 {
+            let mut gate = s.gate().unwrap();
+            let out = safegate_sim::run(Mode::Fluid, &cfg, &mut gate, RunOptions::default()).unwrap();
+            prop_assert!(out.summary.queue_max.is_finite() && out.summary.offered.is_finite(), "{ov:?}");
+        }
+    }
+
+    /// Any values in a boundary: an error naming a field, or a filter that builds and runs.
+    #[test]
+    fn boundaries_are_refused_or_run(ov in overrides(BOUNDARY_KEYS)) {
+        let Ok(b) = Boundary::from_toml("", &ov) else { return Ok(()) };
+        let Ok(safety) = b.safety_config(200.0) else { return Ok(()) };
+        prop_assert!(b.probability.horizon / b.decision.period <= MAX_STEPS, "{ov:?}");
+        let mut f = SafetyFilter::new(safety, SeedGate::new(0.7, 1.0).unwrap())
+            .map_err(|e| TestCaseError::fail(format!("{ov:?}: accepted boundary, refused filter: {e}")))?;
+        let cfg = safegate_sim::Config { duration: 20.0, ..safegate_sim::Config::default() };
+        let out = safegate_sim::run(Mode::Stepped, &cfg, &mut f, RunOptions::default()).unwrap();
+        prop_assert!(out.summary.queue_max.is_finite(), "{ov:?}");
+    }
+}
+
+/// The examples the issue reproduced, refused with the field that drove them.
+#[test]
+fn the_reported_inputs_are_refused_with_their_field() {
+    let boundary = |k: &str, v: &str| {
+        let b = Boundary::from_toml("", &[(k.into(), v.into())]).unwrap();
+        b.validate(200.0).unwrap_err().field
+    };
+    assert_eq!(boundary("decision.period", "1e-12"), "decision.period");
+    assert_eq!(boundary("disturbance.window", "1e9"), "disturbance.window");
+    assert_eq!(boundary("probability.horizon", "1e12"), "probability.horizon");
+    let scenario = |k: &str, v: &str| {
+        let s = Scenario::from_toml_with("", "t", &[(k.into(), v.into())]).unwrap();
+        match s.config("t").unwrap_err() {
+            safegate_sim::ScenarioError::Invalid { error, .. } => error.field,
+            other => panic!("{other}"),
+        }
+    };
+    assert_eq!(scenario("run.duration", "1e9"), "run.duration");
+    assert_eq!(scenario("traffic.rate", "1e308"), "traffic.rate");
+    assert_eq!(scenario("traffic.rate", "nan"), "traffic.rate");
+    assert_eq!(scenario("traffic.rate", "-1"), "traffic.rate");
+}
