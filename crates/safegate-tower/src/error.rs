@@ -68,7 +68,7 @@ impl std::error::Error for Overloaded {}
 #[non_exhaustive]
 pub enum BuildError {
     /// The boundary file could not be read.
-    #[error("reading boundary {path}: {source}")]
+    #[error("reading boundary {path}")]
     Io {
         /// The file.
         path: String,

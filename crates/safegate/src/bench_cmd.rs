@@ -27,6 +27,9 @@ use tower::limit::ConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
 use tower::{Layer, Service};
 
+/// Most requests × rounds per stack and thread: about a minute on two cores.
+const MAX_BENCH_REQUESTS: f64 = 2e8;
+
 /// Flags of `safegate bench`.
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
@@ -263,6 +266,14 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     if a.requests == 0 || a.rounds == 0 {
         bail!("--requests and --rounds must be at least 1");
     }
+    // Five stacks, one and two threads: about 10 requests' work per request and round.
+    safegate_core::limits::budget(
+        "--requests",
+        a.requests,
+        a.requests as f64 * a.rounds as f64,
+        MAX_BENCH_REQUESTS,
+        "--requests × --rounds requests per stack and thread",
+    )?;
     let cases = cases()?;
     let single = measure(&cases, a.requests, a.rounds, false);
     let contended = measure(&cases, a.requests, a.rounds, true);

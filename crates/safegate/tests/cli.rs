@@ -78,7 +78,14 @@ fn bad_input_fails_cleanly_with_the_field() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("lowest"));
     let out = safegate(&["run", "/nonexistent/x.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot read"));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot read"), "{err}");
+    // The OS's reason once, not repeated by the error chain.
+    assert_eq!(err.matches("No such file").count(), 1, "{err}");
+    // A benchmark too long to finish is refused with what fits.
+    let out = safegate(&["bench", "overhead", "--requests", "1000000000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at most 2e8"));
 }
 
 #[test]
