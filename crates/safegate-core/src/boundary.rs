@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{check, ParseError, RangeError};
 use crate::filter::constraint::MAX_RHO;
 use crate::filter::{Backup, Barrier, Constraint};
-use crate::limits::{budget, MAX_STEPS};
+use crate::limits::{budget, MAX_RATE, MAX_STEPS};
 
 /// Smallest ε a boundary may state: below it no Monte-Carlo check could ever show it, and
 /// the per-step ε (`ε·dt/T`) stays far from floating-point underflow.
@@ -232,7 +232,7 @@ impl Boundary {
         check::capacity("barrier.capacity", b.capacity.unwrap_or(capacity))?;
         let p = &self.probability;
         check::within("probability.epsilon", p.epsilon, MIN_EPSILON, 1.0 - f64::EPSILON, "[1e-12, 1)")?;
-        check::positive("probability.horizon", p.horizon)?;
+        check::within("probability.horizon", p.horizon, MIN_PERIOD, 1e9, "[1e-4, 1e9] seconds")?;
         check::decay("probability.decay", p.decay)?;
         if let Some(m) = &self.magnitude {
             check::within("magnitude.eta", m.eta, 1e-9, 1.0 - f64::EPSILON, "[1e-9, 1)")?;
@@ -278,11 +278,11 @@ impl Boundary {
         }
         self.backup.check().map_err(|e| e.at("backup"))?;
         let e = &self.envelope;
-        if !(e.traffic[0] >= 0.0 && e.traffic[0] <= e.traffic[1] && e.traffic[1].is_finite()) {
+        if !(e.traffic[0] >= 0.0 && e.traffic[0] <= e.traffic[1] && e.traffic[1] <= MAX_RATE) {
             return Err(RangeError::new(
                 "envelope.traffic",
                 format!("{:?}", e.traffic),
-                "[low, high] with 0 ≤ low ≤ high",
+                "[low, high] with 0 ≤ low ≤ high ≤ 1e7 req/s",
             ));
         }
         if !(e.health[0] >= 0.0 && e.health[0] <= e.health[1] && e.health[1] <= 1.0) {
@@ -380,9 +380,11 @@ mod tests {
         assert_eq!(b.validate(200.0).unwrap_err().field, "decision.period");
         let mut b = Boundary::default();
         b.probability.horizon = 1e12;
+        assert_eq!(b.validate(200.0).unwrap_err().field, "probability.horizon");
+        b.probability.horizon = 1e9;
         let e = b.validate(200.0).unwrap_err();
         assert_eq!(e.field, "probability.horizon");
-        assert!(e.allowed.contains("2e13") && e.allowed.contains("at most 1e8"), "{e}");
+        assert!(e.allowed.contains("2e10") && e.allowed.contains("at most 1e8"), "{e}");
         let mut b = Boundary::default();
         b.disturbance.window = 1e9;
         assert_eq!(b.validate(200.0).unwrap_err().field, "disturbance.window");

@@ -101,6 +101,9 @@ impl Config {
         check::within("model.comfortable", p.comfortable, f64::MIN_POSITIVE, 1e6, "(0, 1e6]")?;
         check::within("model.rate", p.rate, f64::MIN_POSITIVE, MAX_RATE, "(0, 1e7] req/s")?;
         check::capacity("model.capacity", p.capacity)?;
+        if p.capacity.fract() != 0.0 {
+            return Err(RangeError::new("model.capacity", p.capacity, "a whole number in [1, 1e8] requests"));
+        }
         check::within("traffic.rate", self.traffic, 0.0, MAX_RATE, "[0, 1e7] req/s")?;
         if let Some(sp) = self.spike {
             check::non_negative("traffic.spike.start", sp.start)?;
@@ -140,6 +143,9 @@ impl Config {
                 MAX_EVENTS,
                 "expected arrivals of a stochastic run (peak traffic × run.duration)",
             )?;
+            // Every piece of the health schedule (and every noise redraw) is an event too.
+            let pieces = self.health.pieces_within(self.duration);
+            budget("run.duration", self.duration, pieces, MAX_EVENTS, "health pieces and noise redraws in the run")?;
         }
         Ok(())
     }

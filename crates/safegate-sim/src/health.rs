@@ -48,9 +48,9 @@ impl DipShape {
         if !(self.low >= 0.0 && self.low <= self.high) {
             return Err(RangeError::new("health.low", self.low, format!("[0, health.high = {}]", self.high)));
         }
-        check::non_negative("health.hold_high", self.hold_high)?;
+        check::within("health.hold_high", self.hold_high, 0.0, 1e9, "[0, 1e9] seconds")?;
         check::seconds("health.ramp_down", self.ramp_down)?;
-        check::non_negative("health.hold_low", self.hold_low)?;
+        check::within("health.hold_low", self.hold_low, 0.0, 1e9, "[0, 1e9] seconds")?;
         check::seconds("health.ramp_up", self.ramp_up)?;
         Ok(())
     }
@@ -207,7 +207,13 @@ impl HealthNoise {
     /// The multiplier in force at time `t`, and the time until it is redrawn.
     #[inline]
     fn at(&self, t: f64) -> (f64, f64) {
-        let k = (t / self.period).floor();
+        let mut k = (t / self.period).floor();
+        // `t / period` can round down just below a whole number at a redraw instant; the
+        // multiplier in force is then the next one (else the time left is 0 and an event
+        // loop stepping by it never moves).
+        if (k + 1.0) * self.period <= t {
+            k += 1.0;
+        }
         let next = (k + 1.0) * self.period;
         let z = counter_normal(self.seed, k as i64 as u64);
         ((1.0 + self.sigma * z).max(0.0), next - t)
@@ -246,6 +252,18 @@ impl HealthTrack {
         Self { schedule, noise: None }
     }
 
+    /// How many pieces (linear segments and noise redraws) the first `duration` seconds
+    /// hold: the events the stochastic simulator steps through besides the requests.
+    pub fn pieces_within(&self, duration: f64) -> f64 {
+        let schedule = match &self.schedule {
+            HealthSchedule::Constant { .. } => 1.0,
+            HealthSchedule::Cycle(s) => 4.0 * (duration / s.period()).ceil().max(1.0),
+            HealthSchedule::Dip { .. } => 5.0,
+            HealthSchedule::Trace { points } => points.len() as f64 + 1.0,
+        };
+        schedule + self.noise.map_or(0.0, |n| (duration / n.period).ceil())
+    }
+
     /// Check the schedule and the noise; fields are named as in a scenario's `[health]`.
     pub fn check(&self) -> Result<(), RangeError> {
         match &self.schedule {
@@ -255,7 +273,7 @@ impl HealthTrack {
             HealthSchedule::Cycle(shape) => shape.check()?,
             HealthSchedule::Dip { shape, start } => {
                 shape.check()?;
-                check::non_negative("health.start", *start)?;
+                check::within("health.start", *start, 0.0, 1e9, "[0, 1e9] seconds")?;
             }
             HealthSchedule::Trace { points } => {
                 if points.is_empty() {

@@ -309,7 +309,9 @@ pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opt
                 seg_t0 = t;
                 seq += 1;
                 s_segment = seq;
-                t_segment = t + left;
+                // A piece always ends after now: a zero-length piece (rounding at a piece's
+                // end) must not hold the clock still.
+                t_segment = if left > 0.0 { t + left } else { t + t.abs().max(1.0) * f64::EPSILON };
             }
             Next::Rate => {
                 lambda = cfg.traffic_at(t);

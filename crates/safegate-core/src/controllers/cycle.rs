@@ -31,9 +31,9 @@
 //! as the pool's comfortable concurrency `C` where the service curve peaks.
 
 use super::probe::PROBE_BW_GAINS;
+use crate::error::{check, RangeError};
 use crate::estimators::{ImmConfig, TwoModeImm, WindowedMax};
 use crate::policy::{Action, Observation, Policy};
-use crate::RangeError;
 
 /// Configuration of [`Cycle`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -143,33 +143,23 @@ pub struct Cycle {
 impl Cycle {
     /// A controller with `cfg`; checks the ranges.
     pub fn new(cfg: CycleConfig) -> Result<Self, RangeError> {
-        if !(cfg.round > 0.0 && cfg.round.is_finite()) {
-            return Err(RangeError::new("round", cfg.round, "(0, ∞)"));
-        }
-        if let Some(g) = cfg.gains.iter().find(|g| !(**g >= 0.0 && g.is_finite())) {
-            return Err(RangeError::new("gains", *g, "[0, ∞)"));
+        check::positive("round", cfg.round)?;
+        for g in cfg.gains {
+            check::non_negative("gains", g)?;
         }
         if let Some(g) = cfg.abort_gamma {
-            if !(g > 0.0 && g.is_finite()) {
-                return Err(RangeError::new("abort_gamma", g, "(0, ∞)"));
-            }
+            check::positive("abort_gamma", g)?;
         }
-        if !(cfg.threshold > 0.0 && cfg.threshold <= 1.0) {
-            return Err(RangeError::new("threshold", cfg.threshold, "(0, 1]"));
-        }
+        check::threshold("threshold", cfg.threshold)?;
         if let Some(t) = cfg.queue_target {
-            if !(0.0..=1.0).contains(&t) {
-                return Err(RangeError::new("queue_target", t, "[0, 1]"));
-            }
+            check::unit("queue_target", t)?;
         }
-        if !(cfg.queue_tau > 0.0 && cfg.queue_tau.is_finite()) {
-            return Err(RangeError::new("queue_tau", cfg.queue_tau, "(0, ∞)"));
-        }
+        check::positive("queue_tau", cfg.queue_tau)?;
         if cfg.concurrency == Some(0) {
-            return Err(RangeError::new("concurrency", 0.0, "1 or more"));
+            return Err(RangeError::new("concurrency", 0, "1 or more"));
         }
         let imm = match cfg.imm {
-            Some(c) => Some(TwoModeImm::new(c).map_err(|e| RangeError::new("imm", c.sd, e.to_string()))?),
+            Some(c) => Some(TwoModeImm::new(c).map_err(|e| e.at("imm"))?),
             None => None,
         };
         Ok(Self {

@@ -84,12 +84,12 @@ impl TryFrom<BackupFile> for Backup {
         let policy = match (f.policy, f.concurrency) {
             (PolicyName::RejectAll, None) => BackupPolicy::RejectAll,
             (PolicyName::RejectAll, Some(c)) => {
-                return Err(RangeError::new("backup.concurrency", c, "only with policy = \"reject-all-shed-retries\""))
+                return Err(RangeError::new("concurrency", c, "only with policy = \"reject-all-shed-retries\""))
             }
             (PolicyName::RejectAllShedRetries, concurrency) => BackupPolicy::RejectAllShedRetries { concurrency },
         };
         let b = Backup { policy, horizon: f.horizon, constrain: f.constrain };
-        b.check().map_err(|e| e.at("backup"))?;
+        b.check()?;
         Ok(b)
     }
 }

@@ -62,9 +62,13 @@ impl Scenario {
             warmup: run.warmup,
         };
         cfg.check().map_err(invalid)?;
-        // Keys the runtime does not carry when their rule is off are still checked.
-        safegate_core::error::check::unit("retries.probability", r.probability).map_err(invalid)?;
-        self.gate()?;
+        // Keys the runtime does not carry when their rule or kind is off are still checked,
+        // so a typo in an unused key shows.
+        use safegate_core::error::check;
+        check::unit("retries.probability", r.probability).map_err(invalid)?;
+        check::seconds("health.noise_period", h.noise_period).map_err(invalid)?;
+        check::within("health.start", h.start, 0.0, 1e9, "[0, 1e9] seconds").map_err(invalid)?;
+        SeedGate::new(self.gate.threshold, self.gate.sensitivity).map_err(|e| invalid(e.at("gate")))?;
         Ok(cfg)
     }
 
