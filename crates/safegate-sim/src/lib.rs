@@ -34,6 +34,7 @@ pub mod health;
 pub mod model;
 pub mod record;
 pub mod scenario;
+pub mod series_text;
 pub mod stepped;
 pub mod stochastic;
 pub mod verify;

@@ -44,6 +44,15 @@
 //! from the nominal steady state past 1/2 ([`TwoModeImm::max_log_likelihood_ratio`]). The
 //! seed's setup (Δ = 3, p = 0.02: ln 49 = 3.89) gives L = 2.58 at ν = 1.5, 3.13 at ν = 3 and
 //! 3.77 at ν = 5.
+//!
+//! # Over a series
+//!
+//! [`run_series`] runs a fresh filter over a whole series and reports a [`Detection`]: the
+//! posterior at every step, the steps at which an alarm completes and the periods in alarm.
+
+mod series;
+
+pub use series::{run_series, Detection};
 
 /// The observation likelihood of each mode (both modes share the form and the scale).
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
@@ -98,6 +107,31 @@ impl ImmConfig {
     pub fn robust(nu: f64) -> Self {
         Self { likelihood: Likelihood::StudentT { nu }, ..Self::default() }
     }
+
+    /// Whether a filter can be built from it ([`TwoModeImm::new`] checks the same): a
+    /// positive, finite scale, a switch probability in `[0, 0.5]`, finite and distinct means,
+    /// an alarm level in `[0, 1)` with a run of at least 1, and for the Student-t likelihood a
+    /// positive, finite `ν`.
+    pub fn check(&self) -> Result<(), ImmConfigError> {
+        if !(self.sd > 0.0 && self.sd.is_finite()) {
+            return Err(ImmConfigError("sd must be positive and finite"));
+        }
+        if !(0.0..=0.5).contains(&self.switch) {
+            return Err(ImmConfigError("switch must be in [0, 0.5]"));
+        }
+        if !(self.mean0.is_finite() && self.mean1.is_finite()) || self.mean0 == self.mean1 {
+            return Err(ImmConfigError("mode means must be finite and distinct"));
+        }
+        if !(0.0..1.0).contains(&self.alarm_level) || self.alarm_run == 0 {
+            return Err(ImmConfigError("alarm level must be in [0, 1) and the run at least 1"));
+        }
+        if let Likelihood::StudentT { nu } = self.likelihood {
+            if !(nu > 0.0 && nu.is_finite()) {
+                return Err(ImmConfigError("Student-t degrees of freedom must be positive and finite"));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Why an [`ImmConfig`] is unusable.
@@ -146,29 +180,13 @@ pub struct TwoModeImm {
 impl TwoModeImm {
     /// A filter starting with all belief on mode 0.
     pub fn new(cfg: ImmConfig) -> Result<Self, ImmConfigError> {
-        if !(cfg.sd > 0.0 && cfg.sd.is_finite()) {
-            return Err(ImmConfigError("sd must be positive and finite"));
-        }
-        if !(0.0..=0.5).contains(&cfg.switch) {
-            return Err(ImmConfigError("switch must be in [0, 0.5]"));
-        }
-        if !(cfg.mean0.is_finite() && cfg.mean1.is_finite()) || cfg.mean0 == cfg.mean1 {
-            return Err(ImmConfigError("mode means must be finite and distinct"));
-        }
-        if !(0.0..1.0).contains(&cfg.alarm_level) || cfg.alarm_run == 0 {
-            return Err(ImmConfigError("alarm level must be in [0, 1) and the run at least 1"));
-        }
+        cfg.check()?;
         let v = cfg.sd * cfg.sd;
         let (slope, offset) = match cfg.likelihood {
             Likelihood::Gaussian => {
                 ((cfg.mean1 - cfg.mean0) / v, (cfg.mean1 * cfg.mean1 - cfg.mean0 * cfg.mean0) / (2.0 * v))
             }
-            Likelihood::StudentT { nu } => {
-                if !(nu > 0.0 && nu.is_finite()) {
-                    return Err(ImmConfigError("Student-t degrees of freedom must be positive and finite"));
-                }
-                (nu * v, (nu + 1.0) / 2.0)
-            }
+            Likelihood::StudentT { nu } => (nu * v, (nu + 1.0) / 2.0),
         };
         Ok(Self { cfg, slope, offset, p1: 0.0, run: 0, alarmed: false })
     }
