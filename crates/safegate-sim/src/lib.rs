@@ -37,6 +37,7 @@ pub mod scenario;
 pub mod series_text;
 pub mod stepped;
 pub mod stochastic;
+pub mod variants;
 pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
