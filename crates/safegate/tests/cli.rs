@@ -72,7 +72,7 @@ fn bad_input_fails_cleanly_with_the_field() {
     let out = safegate(&["run", "--threshold", "1.5", "--no-svg"]);
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("gate.threshold") && err.contains("1.5") && err.contains("[0, 1)"), "{err}");
+    assert!(err.contains("gate.threshold") && err.contains("1.5") && err.contains("(0, 1)"), "{err}");
     let out = safegate(&["run", "--set", "health.lowest=0.2", "--no-svg"]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("lowest"));
