@@ -92,7 +92,7 @@ pub enum HealthKind {
 /// `[health]`: downstream health over time. The dip's shape keys (`high`, `low`,
 /// `hold_high`, `ramp_down`, `hold_low`, `ramp_up`) are [`DipShape`]'s, beside these.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default)]
+#[serde(from = "HealthKeys", into = "HealthKeys")]
 pub struct HealthSection {
     /// Schedule kind ("cycle").
     pub kind: HealthKind,
@@ -104,10 +104,66 @@ pub struct HealthSection {
     pub noise: f64,
     /// Seconds between noise redraws (1).
     pub noise_period: f64,
-    /// The dip's shape, and `high` as the constant level (its keys sit in `[health]`; an
-    /// unknown key in the section is reported by this part).
-    #[serde(flatten)]
+    /// The dip's shape, and `high` as the constant level (its keys sit in `[health]`).
     pub shape: DipShape,
+}
+
+/// The keys of `[health]` as they are written: the section's own and the shape's, side by
+/// side. (Not `#[serde(flatten)]`: serde does not refuse unknown keys through a flattened
+/// field, and `[health]` must, like every other section.)
+#[derive(Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+struct HealthKeys {
+    kind: HealthKind,
+    start: f64,
+    file: Option<PathBuf>,
+    noise: f64,
+    noise_period: f64,
+    high: f64,
+    low: f64,
+    hold_high: f64,
+    ramp_down: f64,
+    hold_low: f64,
+    ramp_up: f64,
+}
+
+impl Default for HealthKeys {
+    fn default() -> Self {
+        HealthSection::default().into()
+    }
+}
+
+impl From<HealthKeys> for HealthSection {
+    fn from(k: HealthKeys) -> Self {
+        let shape = DipShape {
+            high: k.high,
+            low: k.low,
+            hold_high: k.hold_high,
+            ramp_down: k.ramp_down,
+            hold_low: k.hold_low,
+            ramp_up: k.ramp_up,
+        };
+        Self { kind: k.kind, start: k.start, file: k.file, noise: k.noise, noise_period: k.noise_period, shape }
+    }
+}
+
+impl From<HealthSection> for HealthKeys {
+    fn from(h: HealthSection) -> Self {
+        let DipShape { high, low, hold_high, ramp_down, hold_low, ramp_up } = h.shape;
+        Self {
+            kind: h.kind,
+            start: h.start,
+            file: h.file,
+            noise: h.noise,
+            noise_period: h.noise_period,
+            high,
+            low,
+            hold_high,
+            ramp_down,
+            hold_low,
+            ramp_up,
+        }
+    }
 }
 
 impl Default for HealthSection {
