@@ -2,7 +2,7 @@
 //!
 //! For each case (a scenario of the model) and each policy, the stochastic mode runs
 //! `seeds` replications with the policy alone and `seeds` with the policy under the
-//! [`SafetyFilter`] of a boundary, and reports per arm: goodput (and its share of the
+//! [`SafetyFilter`](safegate_core::safety::SafetyFilter) of a boundary, and reports per arm: goodput (and its share of the
 //! model's physical limit), backlog-time, p50/p99 sojourn, recovery after each dip, the
 //! fraction of time beyond the boundary `θ·cap`, the exit frequency over the run with a 99 %
 //! Clopper–Pearson interval, the empirical CVaR of the excursion beyond the boundary, the

@@ -90,7 +90,7 @@ pub struct CurvePoint {
     pub goodput: f64,
 }
 
-/// The seed's drain table, measured in the model with [`Cycle`].
+/// The seed's drain table, measured in the model with [`Cycle`](safegate_core::controllers::Cycle).
 #[derive(Debug, Clone, Serialize)]
 pub struct ProbeCollapseRow {
     /// Capacity after the collapse, as a fraction of the estimate.

@@ -25,7 +25,7 @@
 //! allowed range, never a panic.
 
 //! The sections are in [`schema`]; [`Scenario::config`] resolves and checks them
-//! ([`resolve`]); health traces are read by [`load_trace`].
+//! (`resolve`); health traces are read by [`load_trace`].
 
 use std::path::{Path, PathBuf};
 

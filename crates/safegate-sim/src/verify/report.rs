@@ -104,12 +104,12 @@ pub struct VerifyReport {
     pub feasible_fraction: f64,
     /// Share of backup decisions over the whole envelope (filtered arm).
     pub backup_fraction: f64,
-    /// Cells where the filtered arm does not hold ε ([`Verdict::Holds`]: its 99 % upper
+    /// Cells where the filtered arm does not hold ε ([`Verdict::Holds`](super::Verdict::Holds): its 99 % upper
     /// limit is above ε).
     pub violations: Vec<(f64, f64)>,
     /// Cells whose filtered CVaR exceeds ρ.
     pub cvar_violations: Vec<(f64, f64)>,
-    /// Cells where the unfiltered arm is shown to violate ε ([`Verdict::Violates`]: its
+    /// Cells where the unfiltered arm is shown to violate ε ([`Verdict::Violates`](super::Verdict::Violates): its
     /// 99 % lower limit is above ε).
     pub unfiltered_violations: usize,
     /// Corollary 3 measured in the scenario's cell, when the boundary has a CVaR bound: the
