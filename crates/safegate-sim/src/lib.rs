@@ -34,8 +34,10 @@ pub mod health;
 pub mod model;
 pub mod record;
 pub mod scenario;
+pub mod series_text;
 pub mod stepped;
 pub mod stochastic;
+pub mod variants;
 pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};

@@ -3,13 +3,16 @@
 
 use std::collections::BTreeMap;
 
-use safegate_sim::experiments::{Setup, Verdict, ALL};
+use safegate_sim::experiments::{row_belongs, Setup, Verdict, ALL};
 
 fn verdicts(setup: &Setup) -> BTreeMap<String, Verdict> {
     let mut out = BTreeMap::new();
     for e in ALL {
         for row in (e.run)(setup).rows {
             assert!(out.insert(row.id.clone(), row.verdict).is_none(), "duplicate row id {}", row.id);
+            // `reproduce --only ROW` finds the experiment of a row by its prefix.
+            let owners: Vec<&str> = ALL.iter().filter(|o| row_belongs(&row.id, o.id)).map(|o| o.id).collect();
+            assert_eq!(owners, [e.id], "row {}", row.id);
         }
     }
     out

@@ -2,9 +2,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
+use anyhow::Result;
 use clap::Args;
-use safegate_core::filter::bound::{freedman, required_margin, ville, HorizonInputs};
+use safegate_core::filter::bound::{horizon_report, HorizonInputs};
 
 /// Flags of `safegate bound` (barrier units: h = θ − q/Q; σ_h = σ_q/Q; δ = ξ_max/Q).
 #[derive(Debug, Args)]
@@ -37,46 +37,35 @@ pub(crate) struct BoundArgs {
 }
 
 pub(crate) fn run(a: &BoundArgs) -> Result<ExitCode> {
-    if !(a.alpha > 0.0 && a.alpha <= 1.0) {
-        bail!("--alpha = {} is out of range: allowed (0, 1]", a.alpha);
-    }
-    if !(a.sigma >= 0.0 && a.sigma.is_finite()) {
-        bail!("--sigma = {} is out of range: allowed [0, ∞)", a.sigma);
-    }
-    if !(a.delta > 0.0 && a.delta.is_finite()) {
-        bail!("--delta = {} is out of range: allowed (0, ∞)", a.delta);
-    }
-    if !a.h0.is_finite() {
-        bail!("--h0 = {} is out of range: allowed a finite margin", a.h0);
-    }
-    let x = HorizonInputs { h0: a.h0, alpha: a.alpha, sigma_h: a.sigma, delta: a.delta, steps: a.steps };
-    let f = freedman(&x);
-    let v = a.upper.map(|b| ville(a.h0, a.alpha, b, a.steps));
-    let inverse = a.epsilon.map(|e| required_margin(&x, e));
+    let x = HorizonInputs::new(a.h0, a.alpha, a.sigma, a.delta, a.steps).map_err(|mut e| {
+        // The inputs' names → the flags that set them.
+        e.field = format!("--{}", if e.field == "sigma_h" { "sigma" } else { e.field.as_str() });
+        e
+    })?;
+    let r = horizon_report(&x, a.upper, a.epsilon);
     if a.json {
-        let doc = serde_json::json!({
-            "inputs": x,
-            "freedman": f,
-            "ville": v,
-            "inverse": a.epsilon.map(|e| serde_json::json!({"epsilon": e, "required_h0": inverse.flatten()})),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else {
-        println!("inputs: h0 = {}, α = {}, σ_h = {}, δ = {}, K = {}", a.h0, a.alpha, a.sigma, a.delta, a.steps);
-        println!(
-            "Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {:.4}, s² = {:.4}, P(exit within K) ≤ {:.6}",
-            f.lambda, f.s2, f.probability
-        );
-        match v {
-            Some(v) => println!("Ville-type (h ≤ {}): P(exit within K) ≤ {v:.6}", a.upper.unwrap_or_default()),
-            None => println!("Ville-type: give --upper B (the barrier's maximum, θ for a queue) to compute it"),
-        }
-        if let (Some(e), Some(r)) = (a.epsilon, inverse) {
-            match r {
-                Some(h) => {
-                    println!("inverse design: ε = {e} needs h0 ≥ {h:.6} (start at most {h:.6}·Q below the boundary)")
-                }
-                None => println!("inverse design: no starting margin achieves ε = {e} with this noise over K steps"),
+        // Through a JSON value: its keys print sorted, as they always have.
+        println!("{}", serde_json::to_string_pretty(&serde_json::to_value(r)?)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let f = r.freedman;
+    println!("inputs: h0 = {}, α = {}, σ_h = {}, δ = {}, K = {}", x.h0, x.alpha, x.sigma_h, x.delta, x.steps);
+    println!(
+        "Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {:.4}, s² = {:.4}, P(exit within K) ≤ {:.6}",
+        f.lambda, f.s2, f.probability
+    );
+    match (r.ville, a.upper) {
+        (Some(v), Some(b)) => println!("Ville-type (h ≤ {b}): P(exit within K) ≤ {v:.6}"),
+        _ => println!("Ville-type: give --upper B (the barrier's maximum, θ for a queue) to compute it"),
+    }
+    if let Some(i) = r.inverse {
+        match i.required_h0 {
+            Some(h) => println!(
+                "inverse design: ε = {} needs h0 ≥ {h:.6} (start at most {h:.6}·Q below the boundary)",
+                i.epsilon
+            ),
+            None => {
+                println!("inverse design: no starting margin achieves ε = {} with this noise over K steps", i.epsilon)
             }
         }
     }

@@ -5,10 +5,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
-use safegate_sim::compare::{compare, default_cases, default_policies, ArmReport, Case, CompareConfig, CompareReport};
+use safegate_sim::compare::{
+    compare, run_duration, select_cases, ArmReport, Case, CompareError, CompareReport, CompareRequest,
+};
 use safegate_sim::Scenario;
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
@@ -73,63 +75,46 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
         None => safegate_core::boundary::Boundary::from_toml(DEFAULT_BOUNDARY, &[])
             .map_err(|e| anyhow::anyhow!("<embedded seed-80>: {e}"))?,
     };
-    let duration = args.duration.unwrap_or(boundary.probability.horizon);
-    if !(duration > 0.0 && duration.is_finite()) {
-        anyhow::bail!("--duration {duration}: expected a positive number of seconds");
-    }
+    let duration = run_duration(args.duration, &boundary).map_err(|e| match e {
+        CompareError::Setting(e) => anyhow!("--{} {}: expected a positive number of seconds", e.field, e.value),
+        other => other.into(),
+    })?;
     let cases: Vec<Case> = if args.scenario.is_empty() {
-        let all = default_cases(duration);
-        if args.cases.is_empty() {
-            all
-        } else {
-            let mut v = Vec::new();
-            for name in &args.cases {
-                match all.iter().find(|c| c.name == name.trim()) {
-                    Some(c) => v.push(c.clone()),
-                    None => anyhow::bail!(
-                        "--cases {name:?}: the default cases are {}",
-                        all.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                    ),
-                }
+        select_cases(&args.cases, duration).map_err(|e| match e {
+            CompareError::UnknownCase { name, known } => {
+                anyhow!("--cases {name:?}: the default cases are {}", known.join(", "))
             }
-            v
-        }
+            other => other.into(),
+        })?
     } else {
         let mut v = Vec::new();
         for p in &args.scenario {
             let s = Scenario::load(p)?;
             let origin = p.display().to_string();
-            let config = s.config(&origin)?;
+            let stem = p.file_stem().map_or(origin.clone(), |x| x.to_string_lossy().into());
+            v.push(Case::from_scenario(&s, &origin, &stem)?);
             if s.run.mode != safegate_sim::Mode::Stochastic {
                 eprintln!("note: {origin}: compare runs the stochastic mode (run.mode = {} is not used)", s.run.mode);
             }
-            v.push(Case {
-                name: s
-                    .name
-                    .clone()
-                    .unwrap_or_else(|| p.file_stem().map_or(origin.clone(), |x| x.to_string_lossy().into())),
-                description: s.description.clone().unwrap_or_default(),
-                config,
-            });
         }
         v
     };
-    for c in &cases {
-        boundary.safety_config(c.config.pool.capacity).with_context(|| format!("boundary for case {}", c.name))?;
-    }
-    let policies = if args.policies.is_empty() { default_policies() } else { args.policies.clone() };
-    let cc = CompareConfig {
+    let request = CompareRequest {
         cases,
-        policies,
+        boundary,
+        policies: args.policies.clone(),
         seeds: args.seeds,
         exit_trials: args.exit_trials,
-        boundary,
-        curve_traffic: if args.no_curve { Vec::new() } else { vec![40.0, 55.0, 70.0, 80.0, 90.0, 100.0, 120.0, 140.0] },
+        curve: !args.no_curve,
         traces: args.figures.is_some(),
     };
+    let cc = request.build().map_err(|e| match e {
+        CompareError::Boundary { case, message } => anyhow!("boundary for case {case}: {message}"),
+        other => other.into(),
+    })?;
     let pb = progress::bar(1000, "comparing", !args.json);
     let started = Instant::now();
-    let report = compare(&cc, &|f| pb.set_position((f * 1000.0) as u64)).map_err(anyhow::Error::msg)?;
+    let report = compare(&cc, &|f| pb.set_position((f * 1000.0) as u64))?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.figures {

@@ -17,6 +17,7 @@ mod policy_arg;
 mod progress;
 mod reproduce_cmd;
 mod run_cmd;
+mod run_render;
 mod verify_cmd;
 
 /// Admission control whose safety is a reviewable boundary.

@@ -5,11 +5,10 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use safegate_sim::experiments::{self, Experiment, Figure, Report, Row, Setup, Verdict};
-use safegate_sim::Scenario;
+use safegate_sim::experiments::{self, Figure, Report, Row, Setup, Verdict};
 
 use crate::chart::{self, Line, Panel, Rule};
 use crate::progress;
@@ -39,56 +38,6 @@ pub(crate) struct ReproduceArgs {
     pub(crate) list: bool,
 }
 
-fn select(only: &[String]) -> Result<(Vec<&'static Experiment>, Vec<String>)> {
-    if only.is_empty() {
-        return Ok((experiments::ALL.iter().collect(), vec![]));
-    }
-    let mut chosen: Vec<&'static Experiment> = Vec::new();
-    let mut rows = Vec::new();
-    for id in only {
-        let id = id.trim();
-        if let Some(e) = experiments::find(id) {
-            if !chosen.iter().any(|c| c.id == e.id) {
-                chosen.push(e);
-            }
-            continue;
-        }
-        // A row id: find its experiment by prefix (rows are named after their experiment's
-        // subject, e.g. recovery-74.5, band-80-floor, imm-false-alarm-t3).
-        let owner = experiments::ALL.iter().find(|e| row_belongs(id, e.id));
-        match owner {
-            Some(e) => {
-                if !chosen.iter().any(|c| c.id == e.id) {
-                    chosen.push(e);
-                }
-                rows.push(id.to_string());
-            }
-            None => {
-                let ids: Vec<&str> = experiments::ALL.iter().map(|e| e.id).collect();
-                bail!("--only {id:?}: no such experiment or row (experiments: {})", ids.join(", "));
-            }
-        }
-    }
-    Ok((chosen, rows))
-}
-
-fn row_belongs(row: &str, experiment: &str) -> bool {
-    let prefixes: &[&str] = match experiment {
-        "ceiling" => &["ceiling", "usl", "no-drain"],
-        "recovery" => &["recovery", "critical"],
-        "pinned" => &["pinned"],
-        "poa" => &["poa"],
-        "band" => &["band"],
-        "severity" => &["severity"],
-        "imm" => &["imm"],
-        "frontier" => &["frontier"],
-        "probebw" => &["probebw"],
-        "game" => &["stag", "fleet", "starvation"],
-        _ => &[],
-    };
-    prefixes.iter().any(|p| row.starts_with(p))
-}
-
 pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
     if args.list {
         for e in experiments::ALL {
@@ -101,9 +50,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
         overrides.push((k.trim().to_string(), v.trim().to_string()));
     }
-    let base = Scenario::from_toml_with("", "<reproduce>", &overrides)?.config("<reproduce>")?;
-    let setup = Setup { base, seed: args.seed, ..Setup::default() };
-    let (chosen, keep_rows) = select(&args.only)?;
+    let setup = Setup::with_overrides(&overrides, args.seed)?;
+    let selection = experiments::select(&args.only).map_err(|e| anyhow!("--only {e}"))?;
+    let chosen = &selection.experiments;
 
     let started = Instant::now();
     let pb = progress::bar(chosen.len() as u64, "experiments", !args.json);
@@ -118,14 +67,8 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         .collect();
     pb.finish_and_clear();
     let elapsed = started.elapsed().as_secs_f64();
-    if !keep_rows.is_empty() {
-        for (r, _) in &mut reports {
-            if keep_rows.iter().any(|k| row_belongs(k, r.experiment))
-                && !chosen.iter().any(|c| args.only.iter().any(|o| o == c.id) && c.id == r.experiment)
-            {
-                r.rows.retain(|row| keep_rows.contains(&row.id));
-            }
-        }
+    for (r, _) in &mut reports {
+        selection.keep_rows(r);
     }
 
     if let Some(dir) = &args.figures {

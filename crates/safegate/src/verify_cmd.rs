@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::{anyhow, Result};
 use clap::Args;
-use safegate_sim::verify::{verify, ArmResult, CellResult, Nominal, VerifyConfig, VerifyReport};
+use safegate_sim::verify::{verify, ArmResult, CellResult, VerifyError, VerifyReport, VerifyRequest};
 use safegate_sim::Scenario;
 
 use crate::progress;
@@ -62,27 +62,22 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
             scenario.run.mode
         );
     }
-    boundary.safety_config(base.pool.capacity).with_context(|| format!("{}", args.boundary.display()))?;
-    let nominal = match args.nominal.as_str() {
-        "open" => Nominal::Open,
-        "seed-gate" => Nominal::SeedGate {
-            threshold: scenario.gate.threshold,
-            sensitivity: scenario.gate.sensitivity.max(f64::MIN_POSITIVE),
-        },
-        other => anyhow::bail!("--nominal {other:?}: expected open or seed-gate"),
-    };
-    if args.trials == 0 {
-        anyhow::bail!("--trials must be at least 1");
-    }
-    let vc = VerifyConfig {
+    let request = VerifyRequest {
         base,
+        gate: scenario.gate.clone(),
         boundary,
-        nominal,
+        nominal: args.nominal.clone(),
         trials: args.trials,
         traffic_points: args.traffic_points,
         health_points: args.health_points,
         seed: args.seed,
     };
+    let vc = request.build().map_err(|e| match e {
+        VerifyError::Boundary(e) => anyhow!("{}: {e}", args.boundary.display()),
+        VerifyError::Nominal(name) => anyhow!("--nominal {name:?}: expected open or seed-gate"),
+        VerifyError::Setting(e) if e.field == "trials" => anyhow!("--trials must be at least 1"),
+        other => other.into(),
+    })?;
     let pb = progress::bar(1000, "verifying", !args.json);
     let started = Instant::now();
     let report = verify(&vc, &|f| pb.set_position((f * 1000.0) as u64))?;

@@ -11,7 +11,7 @@ pub mod service_curve;
 pub mod windowed_max;
 
 pub use hill::{hill, hill_auto, hill_k, HillEstimate};
-pub use imm::{ImmConfig, Likelihood, TwoModeImm};
+pub use imm::{run_series, Detection, ImmConfig, Likelihood, TwoModeImm};
 pub use latency::{LatencyConfig, LatencyGradient};
 pub use moments::{EwmaRate, WindowedMoments};
 pub use service_curve::ServiceCurve;

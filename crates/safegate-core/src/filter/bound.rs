@@ -16,6 +16,8 @@
 //! the smallest `λ*` with `H(λ*, s²) ≤ ε` and returns the deepest safe start
 //! `q₀ ≤ Q(θ − δλ*/α^K)`.
 
+use crate::error::{check, RangeError};
+
 /// Inputs of the horizon bounds, in barrier units.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct HorizonInputs {
@@ -29,6 +31,30 @@ pub struct HorizonInputs {
     pub delta: f64,
     /// Steps `K`.
     pub steps: u64,
+}
+
+impl HorizonInputs {
+    /// Checked inputs: `α ∈ (0, 1]`, a finite `σ_h ≥ 0`, a finite `δ > 0` and a finite `h₀`
+    /// (a negative margin is a start outside the safe set: the bounds are then 1). The first
+    /// value out of range is the error, in that order, with its field's name (`alpha`,
+    /// `sigma_h`, `delta`, `h0`).
+    ///
+    /// ```
+    /// use safegate_core::filter::bound::HorizonInputs;
+    ///
+    /// assert!(HorizonInputs::new(0.35, 1.0, 0.01, 0.05, 100).is_ok());
+    /// let e = HorizonInputs::new(0.35, 1.5, 0.01, 0.05, 100).unwrap_err();
+    /// assert_eq!(e.to_string(), "alpha = 1.5 is out of range: allowed (0, 1]");
+    /// ```
+    pub fn new(h0: f64, alpha: f64, sigma_h: f64, delta: f64, steps: u64) -> Result<Self, RangeError> {
+        let alpha = check::gain("alpha", alpha)?;
+        let sigma_h = check::non_negative("sigma_h", sigma_h)?;
+        let delta = check::positive("delta", delta)?;
+        if !crate::finite(h0) {
+            return Err(RangeError::new("h0", h0, "a finite margin"));
+        }
+        Ok(Self { h0, alpha, sigma_h, delta, steps })
+    }
 }
 
 /// The Freedman-type bound's parameters and value.
@@ -119,6 +145,49 @@ pub fn deepest_start(threshold: f64, capacity: f64, x: &HorizonInputs, epsilon: 
     required_margin(x, epsilon).map(|h| capacity * (threshold - h)).filter(|q| *q >= 0.0)
 }
 
+/// The inverse design's question and answer.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct InverseDesign {
+    /// The ε asked for.
+    pub epsilon: f64,
+    /// The smallest starting margin that gives it ([`required_margin`]); `None`: no margin
+    /// does.
+    pub required_h0: Option<f64>,
+}
+
+/// Every horizon bound for one set of inputs: what `safegate bound` prints.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct HorizonReport {
+    /// The inputs.
+    pub inputs: HorizonInputs,
+    /// The Freedman-type bound.
+    pub freedman: FreedmanBound,
+    /// The Ville-type bound, when the barrier's upper bound `B` is given.
+    pub ville: Option<f64>,
+    /// The inverse design, when an ε is given.
+    pub inverse: Option<InverseDesign>,
+}
+
+/// The Freedman bound of `x`, the Ville-type bound when `upper` (`B`) is given and the
+/// inverse design when `epsilon` is given.
+///
+/// ```
+/// use safegate_core::filter::bound::{horizon_report, HorizonInputs};
+///
+/// let x = HorizonInputs::new(0.35, 1.0, 0.01, 0.05, 100).unwrap();
+/// let r = horizon_report(&x, Some(0.85), Some(0.01));
+/// assert!((r.ville.unwrap() - 0.588).abs() < 1e-3);
+/// assert!(r.inverse.unwrap().required_h0.unwrap() > 0.35);
+/// ```
+pub fn horizon_report(x: &HorizonInputs, upper: Option<f64>, epsilon: Option<f64>) -> HorizonReport {
+    HorizonReport {
+        inputs: *x,
+        freedman: freedman(x),
+        ville: upper.map(|b| ville(x.h0, x.alpha, b, x.steps)),
+        inverse: epsilon.map(|epsilon| InverseDesign { epsilon, required_h0: required_margin(x, epsilon) }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -147,6 +216,42 @@ mod tests {
         assert!((q - 100.0).abs() < 0.2, "{q}");
         // A tighter ε needs a larger margin.
         assert!(required_margin(&x, 1e-4).unwrap() > h);
+    }
+
+    #[test]
+    fn the_checked_constructor_refuses_each_input_out_of_range() {
+        assert_eq!(HorizonInputs::new(0.35, 1.0, 0.01, 0.05, 100), Ok(worked()));
+        // A start outside the safe set is allowed (its bound is 1), and so is σ_h = 0.
+        assert!(HorizonInputs::new(-0.3, 0.5, 0.0, 0.05, 0).is_ok());
+        let field = |r: Result<HorizonInputs, RangeError>| r.unwrap_err().field;
+        for alpha in [0.0, -0.5, 1.5, f64::NAN] {
+            assert_eq!(field(HorizonInputs::new(0.35, alpha, 0.01, 0.05, 100)), "alpha");
+        }
+        for sigma in [-0.01, f64::INFINITY, f64::NAN] {
+            assert_eq!(field(HorizonInputs::new(0.35, 1.0, sigma, 0.05, 100)), "sigma_h");
+        }
+        for delta in [0.0, -1.0, f64::INFINITY, f64::NAN] {
+            assert_eq!(field(HorizonInputs::new(0.35, 1.0, 0.01, delta, 100)), "delta");
+        }
+        let e = HorizonInputs::new(f64::NAN, 1.0, 0.01, 0.05, 100).unwrap_err();
+        assert_eq!(e.to_string(), "h0 = NaN is out of range: allowed a finite margin");
+        // The first bad value in the order α, σ_h, δ, h₀ is the one reported.
+        assert_eq!(field(HorizonInputs::new(f64::NAN, 2.0, -1.0, 0.0, 1)), "alpha");
+        assert_eq!(field(HorizonInputs::new(f64::NAN, 1.0, -1.0, 0.0, 1)), "sigma_h");
+    }
+
+    #[test]
+    fn the_report_has_each_bound_only_when_asked() {
+        let x = worked();
+        let r = horizon_report(&x, None, None);
+        assert_eq!((r.inputs, r.freedman, r.ville, r.inverse), (x, freedman(&x), None, None));
+        let r = horizon_report(&x, Some(0.85), Some(0.016_13));
+        assert_eq!(r.ville, Some(ville(0.35, 1.0, 0.85, 100)));
+        let inv = r.inverse.unwrap();
+        assert_eq!((inv.epsilon, inv.required_h0), (0.016_13, required_margin(&x, 0.016_13)));
+        // An ε no margin reaches (the noise alone exceeds it): asked, but no answer.
+        let noisy = HorizonInputs { sigma_h: 1e12, ..x };
+        assert_eq!(horizon_report(&noisy, None, Some(0.5)).inverse.unwrap().required_h0, None);
     }
 
     #[test]

@@ -9,6 +9,9 @@ use crate::config::{Config, Spike};
 use crate::health::{DipShape, HealthSchedule, HealthTrack};
 use crate::model::Busy;
 use crate::record::RunOptions;
+use crate::scenario::{Scenario, ScenarioError};
+
+use super::CompareError;
 
 /// One scenario of the comparison.
 #[derive(Debug, Clone)]
@@ -79,6 +82,37 @@ pub fn default_cases(duration: f64) -> Vec<Case> {
         },
     ]);
     cases
+}
+
+impl Case {
+    /// A case of the scenario `s` (its stochastic model; `run.mode` is not used): named by the
+    /// scenario's `name`, or `default_name` (e.g. the file's stem), described by its
+    /// `description`. `origin` names the scenario in errors; a value out of range is one.
+    pub fn from_scenario(s: &Scenario, origin: &str, default_name: &str) -> Result<Case, ScenarioError> {
+        Ok(Case {
+            name: s.name.clone().unwrap_or_else(|| default_name.to_string()),
+            description: s.description.clone().unwrap_or_default(),
+            config: s.config(origin)?,
+        })
+    }
+}
+
+/// The seed's cases ([`default_cases`], each `duration` seconds) named in `names`, in that
+/// order (each trimmed); no names: all of them. A name that is not one is the error.
+pub fn select_cases(names: &[String], duration: f64) -> Result<Vec<Case>, CompareError> {
+    let all = default_cases(duration);
+    if names.is_empty() {
+        return Ok(all);
+    }
+    names
+        .iter()
+        .map(|name| {
+            all.iter().find(|c| c.name == name.trim()).cloned().ok_or_else(|| CompareError::UnknownCase {
+                name: name.clone(),
+                known: all.iter().map(|c| c.name.clone()).collect(),
+            })
+        })
+        .collect()
 }
 
 /// The goodput of the ideal pool: the fluid model with exactly `min(q, C)` executors.

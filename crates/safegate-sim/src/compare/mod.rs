@@ -20,7 +20,8 @@
 
 //!
 //! The parts: [`cases`] (the seed's scenarios, physical limit, envelope), [`policies`]
-//! (policies by name), the runs and their aggregation (`aggregate`), [`report`] (what is
+//! (policies by name), [`CompareRequest`] (what was asked for, checked into a
+//! [`CompareConfig`]), the runs and their aggregation (`aggregate`), [`report`] (what is
 //! reported) and [`probe`] (the seed's drain table).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -35,11 +36,13 @@ pub mod cases;
 pub mod policies;
 pub mod probe;
 pub mod report;
+mod request;
 
-pub use cases::{default_cases, inside_envelope, physical_limit, Case};
+pub use cases::{default_cases, inside_envelope, physical_limit, select_cases, Case};
 pub use policies::{build_policy, build_spec, default_policies, policy_names};
 pub use probe::probe_collapse;
 pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, ProbeCollapseRow, Recovery};
+pub use request::{run_duration, CompareRequest, DEFAULT_CURVE_TRAFFIC};
 
 use crate::config::Config;
 use aggregate::{trace_metrics, Arm, ArmRuns, CaseFrame, RunResult, Trace};
@@ -89,11 +92,31 @@ pub enum CompareError {
     /// Too little to measure.
     #[error("{0}")]
     Empty(String),
+    /// A case asked for by name is not one of the seed's ([`select_cases`]).
+    #[error("unknown case {name:?}: the default cases are {}", known.join(", "))]
+    UnknownCase {
+        /// The name as given.
+        name: String,
+        /// The names of the seed's cases.
+        known: Vec<String>,
+    },
+    /// A setting of the request out of range (the run's `duration`).
+    #[error("{0}")]
+    Setting(safegate_core::RangeError),
 }
 
-/// Run the comparison; `progress` is called with the fraction done. Every policy, case and
-/// the boundary are checked first: a bad input is an error, never a panic mid-run.
-pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<CompareReport, CompareError> {
+impl CompareConfig {
+    /// Check everything [`compare`] checks before its first run: every policy builds, at
+    /// least one seed, case and policy, every case's model and the boundary's filter for its
+    /// pool, and the load curve's points.
+    pub fn check(&self) -> Result<(), CompareError> {
+        filters(self).map(|_| ())
+    }
+}
+
+/// The filter of each case (for its capacity) and of the load curve (the default pool),
+/// after checking every input.
+fn filters(cc: &CompareConfig) -> Result<(Vec<SafetyConfig>, SafetyConfig), CompareError> {
     for p in &cc.policies {
         build_spec(p, &Config::default()).map_err(CompareError::Policy)?;
     }
@@ -107,8 +130,6 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
         return Err(CompareError::Empty("no policy to run".into()));
     }
     let b = &cc.boundary;
-    let eps = b.probability.epsilon;
-    // The filter of each case (its capacity), and of the load curve (the default pool).
     let safety_for = |case: &str, capacity: f64| -> Result<SafetyConfig, CompareError> {
         b.safety_config(capacity).map_err(|e| CompareError::Boundary { case: case.to_string(), message: e.to_string() })
     };
@@ -125,6 +146,18 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
             .map_err(|error| CompareError::Case { case: format!("load curve at {t} req/s"), error })?;
     }
     let curve_safety = safety_for("load curve", Config::default().pool.capacity)?;
+    Ok((safety, curve_safety))
+}
+
+/// Run the comparison; `progress` is called with the fraction done. Every policy, case and
+/// the boundary are checked first ([`CompareConfig::check`]): a bad input is an error, never
+/// a panic mid-run.
+pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<CompareReport, CompareError> {
+    let (safety, curve_safety) = filters(cc)?;
+    let b = &cc.boundary;
+    let eps = b.probability.epsilon;
+    let duration = cc.cases[0].config.duration;
+    let curve_config = |traffic: f64| Config { traffic, seed: 77, duration, ..Config::default() };
 
     // Jobs: (case, policy, filtered, seed) stochastic runs, plus stepped exit trials.
     #[derive(Clone, Copy)]

@@ -10,6 +10,7 @@
 use serde::Serialize;
 
 use crate::config::Config;
+use crate::scenario::{Scenario, ScenarioError};
 
 pub mod band;
 pub mod ceiling;
@@ -20,7 +21,10 @@ pub mod pinned;
 pub mod poa;
 pub mod probebw;
 pub mod recovery;
+mod selection;
 pub mod severity;
+
+pub use selection::{row_belongs, select, Selection, UnknownExperiment};
 
 /// What the experiments run on.
 #[derive(Debug, Clone)]
@@ -212,6 +216,9 @@ pub struct Experiment {
     pub title: &'static str,
     /// Run it.
     pub run: fn(&Setup) -> Report,
+    /// How its rows' ids begin (rows are named after their subject: `recovery-74.5`,
+    /// `band-80-floor`, `critical-slowing`); see [`row_belongs`].
+    pub row_prefixes: &'static [&'static str],
 }
 
 /// Every experiment, in the order the seed makes its claims.
@@ -220,29 +227,60 @@ pub const ALL: &[Experiment] = &[
         id: "ceiling",
         title: "joint ceiling s·C²/P, USL at n = 8, no drain at any health",
         run: ceiling::run,
+        row_prefixes: &["ceiling", "usl", "no-drain"],
     },
     Experiment {
         id: "recovery",
         title: "recovery delay after one dip, and its divergence as λ → 75",
         run: recovery::run,
+        row_prefixes: &["recovery", "critical"],
     },
-    Experiment { id: "pinned", title: "λ ≥ 75 pins the queue at its cap", run: pinned::run },
-    Experiment { id: "poa", title: "price of anarchy of the ungated pool", run: poa::run },
-    Experiment { id: "band", title: "the gate's oscillation band at λ = 80", run: band::run },
+    Experiment {
+        id: "pinned", title: "λ ≥ 75 pins the queue at its cap", run: pinned::run, row_prefixes: &["pinned"]
+    },
+    Experiment { id: "poa", title: "price of anarchy of the ungated pool", run: poa::run, row_prefixes: &["poa"] },
+    Experiment { id: "band", title: "the gate's oscillation band at λ = 80", run: band::run, row_prefixes: &["band"] },
     Experiment {
         id: "severity",
         title: "probability is not magnitude: Pareto severities at equal ε",
         run: severity::run,
+        row_prefixes: &["severity"],
     },
-    Experiment { id: "imm", title: "IMM false alarms under heavy-tailed noise", run: imm::run },
-    Experiment { id: "frontier", title: "achievable region of ε against the severity bound", run: frontier::run },
-    Experiment { id: "probebw", title: "ProbeBW drain failure and the backlog scar", run: probebw::run },
-    Experiment { id: "game", title: "freeze/fallback Stag Hunt and the fleet tipping point", run: game::run },
+    Experiment { id: "imm", title: "IMM false alarms under heavy-tailed noise", run: imm::run, row_prefixes: &["imm"] },
+    Experiment {
+        id: "frontier",
+        title: "achievable region of ε against the severity bound",
+        run: frontier::run,
+        row_prefixes: &["frontier"],
+    },
+    Experiment {
+        id: "probebw",
+        title: "ProbeBW drain failure and the backlog scar",
+        run: probebw::run,
+        row_prefixes: &["probebw"],
+    },
+    Experiment {
+        id: "game",
+        title: "freeze/fallback Stag Hunt and the fleet tipping point",
+        run: game::run,
+        row_prefixes: &["stag", "fleet", "starvation"],
+    },
 ];
 
 /// Run one experiment by id.
 pub fn find(id: &str) -> Option<&'static Experiment> {
     ALL.iter().find(|e| e.id == id)
+}
+
+impl Setup {
+    /// The default setup on the seed's model changed by `key = value` overrides of scenario
+    /// keys (`model.rate = 36`, as `safegate reproduce --set` gives them), with `seed`. An
+    /// unknown key or a value out of range is the error, as in a scenario file.
+    pub fn with_overrides(overrides: &[(String, String)], seed: u64) -> Result<Self, ScenarioError> {
+        let origin = "<reproduce>";
+        let base = Scenario::from_toml_with("", origin, overrides)?.config(origin)?;
+        Ok(Setup { base, seed, ..Setup::default() })
+    }
 }
 
 /// The dip shape of the setup's health schedule (the seed's when it has none).
@@ -259,4 +297,25 @@ pub(crate) fn fluid_series(cfg: &Config, sensitivity: f64, threshold: f64) -> cr
     crate::fluid::simulate(cfg, &mut gate, crate::RunOptions { record_every: Some(1), progress: None })
         .series
         .expect("recorded")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overrides_change_the_setups_model_and_bad_ones_are_errors() {
+        let s = Setup::with_overrides(&[], 7).unwrap();
+        assert_eq!((s.base.pool.rate, s.seed, s.imm_trials), (Setup::default().base.pool.rate, 7, 30_000));
+        let s = Setup::with_overrides(&[("model.rate".into(), "36".into())], 1).unwrap();
+        assert_eq!(s.base.pool.rate, 36.0);
+        let unknown = Setup::with_overrides(&[("model.nope".into(), "1".into())], 1).unwrap_err();
+        assert!(matches!(unknown, ScenarioError::Parse { .. }), "{unknown}");
+        assert!(unknown.to_string().starts_with("<reproduce>: "), "{unknown}");
+        let range = Setup::with_overrides(&[("model.rate".into(), "-1".into())], 1).unwrap_err();
+        match range {
+            ScenarioError::Invalid { error, .. } => assert_eq!(error.field, "model.rate"),
+            other => panic!("{other}"),
+        }
+    }
 }

@@ -20,6 +20,14 @@ fn unknown_keys_fail_with_their_name() {
     assert!(e.contains("executor"), "{e}");
     let e = Scenario::from_toml("[modle]\n", "t").unwrap_err().to_string();
     assert!(e.contains("modle"), "{e}");
+    // `[health]` holds the dip's shape keys beside its own, and refuses the rest too.
+    let e = Scenario::from_toml("[health]\nlowest = 0.2\n", "t").unwrap_err().to_string();
+    assert!(e.contains("lowest"), "{e}");
+    let e = Scenario::from_toml_with("", "t", &[("health.nope".into(), "1".into())]).unwrap_err().to_string();
+    assert!(e.contains("nope"), "{e}");
+    let s = Scenario::from_toml("[health]\nkind = \"dip\"\nstart = 30\nlow = 0.2\nramp_up = 4\n", "t").unwrap();
+    assert_eq!((s.health.kind, s.health.start, s.health.noise_period), (HealthKind::Dip, 30.0, 1.0));
+    assert_eq!((s.health.shape.low, s.health.shape.ramp_up, s.health.shape.high), (0.2, 4.0, 1.0));
 }
 
 #[test]

@@ -24,9 +24,11 @@ pub use safegate_core::stats::{trials_to_show, Frequency, Verdict};
 
 mod nominal;
 mod report;
+mod request;
 
 pub use nominal::Nominal;
 pub use report::{Analytic, ArmResult, CellResult, CostFloor, Cvar, VerifyReport};
+pub use request::{VerifyError, VerifyRequest};
 
 use crate::health::HealthSchedule;
 use crate::{Config, RunOptions};
@@ -185,9 +187,7 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
     base.duration = b.probability.horizon;
     base.initial_queue = 0.0;
     base.check()?;
-    if vc.trials == 0 {
-        return Err(safegate_core::RangeError::new("trials", 0, "1 or more (no verdict on zero evidence)"));
-    }
+    request::check_trials(vc.trials)?;
     let (eta, rho) = match &b.magnitude {
         Some(m) => (m.eta, Some(m.rho)),
         None => (0.05, None),

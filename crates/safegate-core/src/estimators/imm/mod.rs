@@ -44,6 +44,15 @@
 //! from the nominal steady state past 1/2 ([`TwoModeImm::max_log_likelihood_ratio`]). The
 //! seed's setup (Δ = 3, p = 0.02: ln 49 = 3.89) gives L = 2.58 at ν = 1.5, 3.13 at ν = 3 and
 //! 3.77 at ν = 5.
+//!
+//! # Over a series
+//!
+//! [`run_series`] runs a fresh filter over a whole series and reports a [`Detection`]: the
+//! posterior at every step, the steps at which an alarm completes and the periods in alarm.
+
+mod series;
+
+pub use series::{run_series, Detection};
 
 use crate::error::{check, RangeError};
 
@@ -100,6 +109,28 @@ impl ImmConfig {
     pub fn robust(nu: f64) -> Self {
         Self { likelihood: Likelihood::StudentT { nu }, ..Self::default() }
     }
+
+    /// Whether a filter can be built from it ([`TwoModeImm::new`] checks it): a scale `sd`
+    /// in `[1e-100, 1e100]` (its square must neither underflow nor overflow), a switch
+    /// probability in `[0, 0.5]`, distinct means within `±1e100`, an alarm level in `[0, 1)`
+    /// with a run of at least 1, and for the Student-t likelihood `ν` in `(0, 1e6]`.
+    pub fn check(&self) -> Result<(), RangeError> {
+        check::within("sd", self.sd, 1e-100, 1e100, "[1e-100, 1e100]")?;
+        check::within("switch", self.switch, 0.0, 0.5, "[0, 0.5]")?;
+        check::within("mean0", self.mean0, -1e100, 1e100, "[-1e100, 1e100]")?;
+        check::within("mean1", self.mean1, -1e100, 1e100, "[-1e100, 1e100], other than mean0")?;
+        if self.mean0 == self.mean1 {
+            return Err(RangeError::new("mean1", self.mean1, "[-1e100, 1e100], other than mean0"));
+        }
+        check::decay("alarm_level", self.alarm_level)?;
+        if self.alarm_run == 0 {
+            return Err(RangeError::new("alarm_run", 0, "1 or more"));
+        }
+        if let Likelihood::StudentT { nu } = self.likelihood {
+            check::within("likelihood.nu", nu, f64::MIN_POSITIVE, 1e6, "(0, 1e6]")?;
+        }
+        Ok(())
+    }
 }
 
 /// The two-mode IMM filter with its alarm rule.
@@ -136,26 +167,13 @@ pub struct TwoModeImm {
 impl TwoModeImm {
     /// A filter starting with all belief on mode 0.
     pub fn new(cfg: ImmConfig) -> Result<Self, RangeError> {
-        check::positive("sd", cfg.sd)?;
-        check::within("switch", cfg.switch, 0.0, 0.5, "[0, 0.5]")?;
-        check::within("mean0", cfg.mean0, f64::MIN, f64::MAX, "a finite number")?;
-        check::within("mean1", cfg.mean1, f64::MIN, f64::MAX, "a finite number other than mean0")?;
-        if cfg.mean0 == cfg.mean1 {
-            return Err(RangeError::new("mean1", cfg.mean1, "a finite number other than mean0"));
-        }
-        check::decay("alarm_level", cfg.alarm_level)?;
-        if cfg.alarm_run == 0 {
-            return Err(RangeError::new("alarm_run", 0, "1 or more"));
-        }
+        cfg.check()?;
         let v = cfg.sd * cfg.sd;
         let (slope, offset) = match cfg.likelihood {
             Likelihood::Gaussian => {
                 ((cfg.mean1 - cfg.mean0) / v, (cfg.mean1 * cfg.mean1 - cfg.mean0 * cfg.mean0) / (2.0 * v))
             }
-            Likelihood::StudentT { nu } => {
-                check::positive("likelihood.nu", nu)?;
-                (nu * v, (nu + 1.0) / 2.0)
-            }
+            Likelihood::StudentT { nu } => (nu * v, (nu + 1.0) / 2.0),
         };
         Ok(Self { cfg, slope, offset, p1: 0.0, run: 0, alarmed: false })
     }

@@ -1,0 +1,210 @@
+//! A series of values read from text: one value per line, or a CSV with a header line and a
+//! column chosen by name (the input of `safegate detect`).
+//!
+//! Pure functions on `&str`: the caller reads the file. Blank lines and lines starting with
+//! `#` are skipped; `NaN` is a value (a missing one). Whether the text has a header is
+//! decided by its first content line: a header when any cell of it is not a number. Every
+//! error names the line it is about.
+//!
+//! ```
+//! use safegate_sim::series_text::parse_series;
+//!
+//! let s = parse_series("t,latency\n0,1.5\n1,NaN\n", Some("latency")).unwrap();
+//! assert_eq!(s.values[0], 1.5);
+//! assert!(s.values[1].is_nan());
+//! assert_eq!(s.lines, [2, 3]);
+//! let e = parse_series("t,latency\n0,x\n", Some("latency")).unwrap_err();
+//! assert_eq!(e.to_string(), "line 2: \"x\" is not a number (column \"latency\")");
+//! ```
+
+/// The values read, with the line each came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextSeries {
+    /// The values, in order (`NaN` where the text says so).
+    pub values: Vec<f64>,
+    /// The 1-based line number of each value.
+    pub lines: Vec<usize>,
+    /// The column read, when the text has a header line.
+    pub column: Option<String>,
+}
+
+/// Why a text is not a series.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SeriesTextError {
+    /// Nothing but blank and comment lines.
+    #[error("no values")]
+    Empty,
+    /// A header line and nothing after it.
+    #[error("no values after the header")]
+    NoValuesAfterHeader,
+    /// The column asked for is not in the header.
+    #[error("unknown column {want:?} (columns: {})", columns.join(", "))]
+    UnknownColumn {
+        /// The name asked for.
+        want: String,
+        /// The header's names.
+        columns: Vec<String>,
+    },
+    /// A header with several columns and no column chosen.
+    #[error("{} columns ({}): choose one", columns.len(), columns.join(", "))]
+    ColumnNeeded {
+        /// The header's names.
+        columns: Vec<String>,
+    },
+    /// A column asked for, but the first content line is numeric (no header).
+    #[error("column {want:?} asked for, but there is no header line (line {line} is numeric)")]
+    NoHeader {
+        /// The name asked for.
+        want: String,
+        /// The first content line.
+        line: usize,
+    },
+    /// No header, and a line with several values.
+    #[error("line {line} has {count} values; give one value per line, or a header line and a column")]
+    SeveralValues {
+        /// The line.
+        line: usize,
+        /// Its number of cells.
+        count: usize,
+    },
+    /// A row whose number of cells differs from the header's.
+    #[error("line {line} has {got} cells, expected {expected}")]
+    Width {
+        /// The line.
+        line: usize,
+        /// Its number of cells.
+        got: usize,
+        /// The header's.
+        expected: usize,
+    },
+    /// A cell that is not a number.
+    #[error(
+        "line {line}: {cell:?} is not a number{}{}",
+        column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default(),
+        if cell.is_empty() { "; write NaN for a missing value" } else { "" }
+    )]
+    NotANumber {
+        /// The line.
+        line: usize,
+        /// The cell's text.
+        cell: String,
+        /// The column it is in, when the text has a header.
+        column: Option<String>,
+    },
+}
+
+fn cells(line: &str) -> Vec<&str> {
+    line.split(',').map(|c| c.trim().trim_matches('"')).collect()
+}
+
+/// Parse one value per line, or a CSV with a header line whose `column` is read (needed
+/// when it has several columns; a `column` without a header is an error).
+pub fn parse_series(text: &str, column: Option<&str>) -> Result<TextSeries, SeriesTextError> {
+    let mut content = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .peekable();
+    let Some(&(first_no, first)) = content.peek() else {
+        return Err(SeriesTextError::Empty);
+    };
+    let head = cells(first);
+    let has_header = head.iter().any(|c| c.parse::<f64>().is_err());
+    let names = || head.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    let (idx, width, name) = if has_header {
+        content.next();
+        let idx = match column {
+            Some(want) => head
+                .iter()
+                .position(|c| *c == want)
+                .ok_or_else(|| SeriesTextError::UnknownColumn { want: want.to_string(), columns: names() })?,
+            None if head.len() == 1 => 0,
+            None => return Err(SeriesTextError::ColumnNeeded { columns: names() }),
+        };
+        (idx, head.len(), Some(head[idx].to_string()))
+    } else {
+        if let Some(want) = column {
+            return Err(SeriesTextError::NoHeader { want: want.to_string(), line: first_no });
+        }
+        if head.len() > 1 {
+            return Err(SeriesTextError::SeveralValues { line: first_no, count: head.len() });
+        }
+        (0, 1, None)
+    };
+    let mut series = TextSeries { values: Vec::new(), lines: Vec::new(), column: name };
+    for (no, line) in content {
+        let row = cells(line);
+        if row.len() != width {
+            return Err(SeriesTextError::Width { line: no, got: row.len(), expected: width });
+        }
+        let cell = row[idx];
+        let value: f64 = cell.parse().map_err(|_| SeriesTextError::NotANumber {
+            line: no,
+            cell: cell.to_string(),
+            column: series.column.clone(),
+        })?;
+        series.values.push(value);
+        series.lines.push(no);
+    }
+    if series.values.is_empty() {
+        return Err(SeriesTextError::NoValuesAfterHeader);
+    }
+    Ok(series)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_value_per_line_and_comments() {
+        let s = parse_series("# latency\n1\n\n2.5\n-3e-1\nNaN\n", None).unwrap();
+        assert_eq!(s.values[..3], [1.0, 2.5, -0.3]);
+        assert!(s.values[3].is_nan() && s.values.len() == 4);
+        assert_eq!(s.lines, [2, 4, 5, 6]);
+        assert_eq!(s.column, None);
+        // Indented lines, CRLF endings and quoted cells.
+        let s = parse_series("  \"1\"\r\n\t2\r\n", None).unwrap();
+        assert_eq!((s.values, s.lines), (vec![1.0, 2.0], vec![1, 2]));
+    }
+
+    #[test]
+    fn header_and_column_choice() {
+        let text = "t,\"queue\",latency\n0,1,2\n1,3,4\n";
+        let s = parse_series(text, Some("latency")).unwrap();
+        assert_eq!((s.values, s.lines, s.column.as_deref()), (vec![2.0, 4.0], vec![2, 3], Some("latency")));
+        assert_eq!(parse_series(text, Some("queue")).unwrap().values, [1.0, 3.0]);
+        let columns: Vec<String> = ["t", "queue", "latency"].map(String::from).to_vec();
+        let e = parse_series(text, None).unwrap_err();
+        assert_eq!(e, SeriesTextError::ColumnNeeded { columns: columns.clone() });
+        assert_eq!(e.to_string(), "3 columns (t, queue, latency): choose one");
+        let e = parse_series(text, Some("lat")).unwrap_err();
+        assert_eq!(e, SeriesTextError::UnknownColumn { want: "lat".into(), columns });
+        assert_eq!(e.to_string(), "unknown column \"lat\" (columns: t, queue, latency)");
+        // One column needs no choice; its name is the header's.
+        let s = parse_series("value\n1\n2\n", None).unwrap();
+        assert_eq!((s.values, s.column.as_deref()), (vec![1.0, 2.0], Some("value")));
+    }
+
+    #[test]
+    fn bad_values_name_their_line() {
+        let e = parse_series("v\n1\n2\nabc\n", None).unwrap_err();
+        assert_eq!(e, SeriesTextError::NotANumber { line: 4, cell: "abc".into(), column: Some("v".into()) });
+        assert_eq!(e.to_string(), "line 4: \"abc\" is not a number (column \"v\")");
+        let e = parse_series("1\n# c\nx\n", None).unwrap_err();
+        assert_eq!(e.to_string(), "line 3: \"x\" is not a number");
+        let e = parse_series("a,b\n1,2\n3\n", Some("b")).unwrap_err();
+        assert_eq!(e, SeriesTextError::Width { line: 3, got: 1, expected: 2 });
+        assert_eq!(e.to_string(), "line 3 has 1 cells, expected 2");
+        let e = parse_series("a,b\n1,\n", Some("b")).unwrap_err();
+        assert!(e.to_string().ends_with("is not a number (column \"b\"); write NaN for a missing value"), "{e}");
+        let e = parse_series("\n1,2\n", None).unwrap_err();
+        assert_eq!(e, SeriesTextError::SeveralValues { line: 2, count: 2 });
+        let e = parse_series("# x\n1\n", Some("x")).unwrap_err();
+        assert_eq!(e, SeriesTextError::NoHeader { want: "x".into(), line: 2 });
+        assert_eq!(parse_series("\n# nothing\n", None), Err(SeriesTextError::Empty));
+        assert_eq!(parse_series("", None), Err(SeriesTextError::Empty));
+        assert_eq!(parse_series("only_a_header\n", None), Err(SeriesTextError::NoValuesAfterHeader));
+    }
+}
