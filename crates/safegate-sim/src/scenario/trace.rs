@@ -21,7 +21,7 @@ pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
             _ if points.is_empty() && i == 0 => continue, // header
             _ => return Err(err(i + 1, format!("expected `t,health` numbers, got {line:?}"))),
         };
-        if !(t.is_finite() && h >= 0.0 && h <= crate::health::MAX_HEALTH) {
+        if !(t.is_finite() && (0.0..=crate::health::MAX_HEALTH).contains(&h)) {
             return Err(err(i + 1, format!("t must be finite and health in [0, 100], got {t}, {h}")));
         }
         if let Some(&(prev, _)) = points.last() {
