@@ -20,7 +20,7 @@ pub const MAX_RATE: f64 = 1e7;
 /// ten minutes at the measured tens of millions of steps per second on two cores.
 pub const MAX_TRAJECTORY_STEPS: f64 = 2e10;
 /// Most trials (trajectories) per cell and arm; each keeps one number for the CVaR.
-pub const MAX_TRIALS: f64 = 1e8;
+pub const MAX_TRIALS: f64 = 1e7;
 /// Most grid points along one axis of an envelope.
 pub const MAX_GRID_POINTS: f64 = 1000.0;
 /// Most points of a series a command prints or holds for output (longer series are

@@ -5,7 +5,7 @@ use safegate_core::boundary::Boundary;
 use safegate_core::Policy;
 
 use crate::behaviour::{Retries, RetryPath, ServiceLaw};
-use crate::config::{Config, Spike};
+use crate::config::{Checked, Config, Spike};
 use crate::health::{DipShape, HealthSchedule, HealthTrack};
 use crate::model::Busy;
 use crate::record::RunOptions;
@@ -115,8 +115,10 @@ pub fn select_cases(names: &[String], duration: f64) -> Result<Vec<Case>, Compar
         .collect()
 }
 
-/// The goodput of the ideal pool: the fluid model with exactly `min(q, C)` executors.
-pub fn physical_limit(cfg: &Config) -> f64 {
+/// The goodput of the ideal pool: the fluid model with exactly `min(q, C)` executors; a
+/// configuration [`Config::check`] refuses is refused here too.
+pub fn physical_limit(cfg: &Config) -> Checked<f64> {
+    cfg.check()?;
     let mut ideal = cfg.clone();
     ideal.pool.busy = Busy::Fluid;
     ideal.pool.executors = ideal.pool.executors.max(cfg.pool.comfortable.ceil() as u32);
@@ -132,21 +134,23 @@ pub fn physical_limit(cfg: &Config) -> f64 {
         }
     }
     let out = crate::fluid::simulate(&ideal, &mut Ideal(cap), RunOptions::default());
-    out.summary.cleared / out.summary.duration
+    Ok(out.summary.cleared / out.summary.duration)
 }
 
-/// Whether `cfg` is inside `b`'s envelope and model.
-pub fn inside_envelope(cfg: &Config, b: &Boundary) -> bool {
+/// Whether `cfg` is inside `b`'s envelope and model (a configuration [`Config::check`]
+/// refuses is refused here too).
+pub fn inside_envelope(cfg: &Config, b: &Boundary) -> Checked<bool> {
+    cfg.check()?;
     let [t0, t1] = b.envelope.traffic;
     let [h0, h1] = b.envelope.health;
     let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
     let low = lowest_health(cfg);
-    cfg.traffic >= t0
+    Ok(cfg.traffic >= t0
         && peak <= t1
         && low >= h0 - 1e-9
         && low <= h1 + 1e-9
         && cfg.service == ServiceLaw::Exponential
-        && cfg.health.noise.is_none()
+        && cfg.health.noise.is_none())
 }
 
 fn lowest_health(cfg: &Config) -> f64 {

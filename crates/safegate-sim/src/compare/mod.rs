@@ -45,7 +45,9 @@ pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, ProbeCollapse
 pub use request::{run_duration, CompareRequest, DEFAULT_CURVE_TRAFFIC};
 
 use crate::config::Config;
+use crate::Mode;
 use aggregate::{trace_metrics, Arm, ArmRuns, CaseFrame, RunResult, Trace};
+use safegate_core::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -135,17 +137,28 @@ fn filters(cc: &CompareConfig) -> Result<(Vec<SafetyConfig>, SafetyConfig), Comp
     };
     let mut safety = Vec::with_capacity(cc.cases.len());
     for c in &cc.cases {
-        c.config.check().map_err(|error| CompareError::Case { case: c.name.clone(), error })?;
+        c.config.check_for(Mode::Stochastic).map_err(|error| CompareError::Case { case: c.name.clone(), error })?;
         safety.push(safety_for(&c.name, c.config.pool.capacity)?);
     }
     let duration = cc.cases[0].config.duration;
     let curve_config = |traffic: f64| Config { traffic, seed: 77, duration, ..Config::default() };
     for &t in &cc.curve_traffic {
         curve_config(t)
-            .check()
+            .check_for(Mode::Stochastic)
             .map_err(|error| CompareError::Case { case: format!("load curve at {t} req/s"), error })?;
     }
     let curve_safety = safety_for("load curve", Config::default().pool.capacity)?;
+    // The whole comparison's work: arrivals of every stochastic run, steps of every exit
+    // trial (a run is checked on its own above; many of them add up).
+    let runs = f64::from(cc.seeds) * 2.0 * cc.policies.len() as f64;
+    let arrivals: f64 = cc.cases.iter().map(|c| c.config.traffic.max(1.0) * c.config.duration).sum::<f64>() * runs
+        + cc.curve_traffic.iter().map(|t| t.max(1.0) * duration).sum::<f64>() * 2.0 * cc.policies.len() as f64;
+    let setting = |error| CompareError::Setting(error);
+    budget("seeds", cc.seeds, arrivals, 100.0 * MAX_EVENTS, "expected arrivals over all runs").map_err(setting)?;
+    let steps: f64 = cc.cases.iter().map(|c| c.config.steps() as f64).sum();
+    let trials = f64::from(cc.exit_trials) * 2.0 * cc.policies.len() as f64;
+    budget("exit_trials", cc.exit_trials, trials * steps, MAX_TRAJECTORY_STEPS, "trajectory-steps of the exit trials")
+        .map_err(setting)?;
     Ok((safety, curve_safety))
 }
 
@@ -172,7 +185,13 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     }
     let arm_in = |ai: usize, safety| arm(&arms, ai, safety);
     let mut jobs = Vec::new();
-    let inside: Vec<bool> = cc.cases.iter().map(|c| inside_envelope(&c.config, b)).collect();
+    // Every case passed its checks in `filters`.
+    let case_err = |c: &Case| {
+        let case = c.name.clone();
+        move |error| CompareError::Case { case, error }
+    };
+    let inside: Vec<bool> =
+        cc.cases.iter().map(|c| inside_envelope(&c.config, b).map_err(case_err(c))).collect::<Result<_, _>>()?;
     for (ci, _) in cc.cases.iter().enumerate() {
         for (ai, (_, filtered)) in arms.iter().enumerate() {
             for seed in 0..cc.seeds {
@@ -245,7 +264,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
         let frame = CaseFrame {
             boundary: b,
             capacity: c.config.pool.capacity,
-            physical_limit: physical_limit(&c.config),
+            physical_limit: physical_limit(&c.config).map_err(case_err(c))?,
             inside_envelope: inside[ci],
         };
         let mut reports = Vec::new();
@@ -297,8 +316,12 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
     let curve_limit = cc
         .curve_traffic
         .iter()
-        .map(|&l| [l, physical_limit(&Config { traffic: l, duration, ..Config::default() })])
-        .collect();
+        .map(|&l| {
+            let limit = physical_limit(&curve_config(l))
+                .map_err(|error| CompareError::Case { case: format!("load curve at {l} req/s"), error })?;
+            Ok([l, limit])
+        })
+        .collect::<Result<_, CompareError>>()?;
     Ok(CompareReport {
         threshold: b.barrier.threshold,
         epsilon: eps,

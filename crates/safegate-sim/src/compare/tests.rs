@@ -21,10 +21,10 @@ fn the_physical_limit_is_the_ideal_pools_goodput() {
         health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
         ..Config::default()
     };
-    assert!((physical_limit(&cfg) - 120.0).abs() < 0.5);
+    assert!((physical_limit(&cfg).unwrap() - 120.0).abs() < 0.5);
     // λ = 200 > 150: it clears 150 (the peak of the service curve).
     let cfg = Config { traffic: 200.0, ..cfg };
-    assert!((physical_limit(&cfg) - 150.0).abs() < 1.0, "{}", physical_limit(&cfg));
+    assert!((physical_limit(&cfg).unwrap() - 150.0).abs() < 1.0, "{}", physical_limit(&cfg).unwrap());
 }
 
 #[test]

@@ -119,36 +119,47 @@ fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
     let Arm { cfg, safety, nominal, trials, seed, cell, boundary, capacity, eta, rho } = *arm_setup;
     let arm = u64::from(safety.is_some());
     let threshold = boundary / capacity;
-    let results: Vec<(Acc, f64)> = (0..trials)
-        .into_par_iter()
-        .map(|t| {
-            let c = Config { seed: trial_seed(seed, cell, t, arm), ..cfg.clone() };
-            let mut acc = Acc::default();
-            let summary = match safety {
-                Some(s) => {
-                    let mut f = SafetyFilter::new(s.clone(), nominal.policy()).expect("validated filter");
-                    let out = crate::stepped::simulate(&c, &mut f, RunOptions::default()).summary;
-                    let st = f.stats();
-                    acc.decisions = st.decisions;
-                    acc.infeasible = st.infeasible;
-                    acc.interventions = st.interventions;
-                    acc.given_up = st.given_up;
-                    out
-                }
-                None => crate::stepped::simulate(&c, &mut nominal.policy(), RunOptions::default()).summary,
-            };
-            let overshoot = (summary.queue_max / capacity - threshold).max(0.0);
-            acc.exits = u64::from(summary.queue_max > boundary);
-            acc.admitted = summary.admitted;
-            acc.cleared = summary.cleared;
-            acc.queue_time = summary.backlog_time;
-            acc.worst = overshoot;
-            done.fetch_add(1, Ordering::Relaxed);
-            (acc, overshoot)
-        })
-        .collect();
-    let total = results.iter().fold(Acc::default(), |a, (b, _)| a.add(*b));
-    let mut losses: Vec<f64> = results.iter().map(|(_, l)| *l).collect();
+    // Trials run in parallel chunks, folded in trial order (the sums do not depend on the
+    // thread count); only the overshoot of each trial is kept for the CVaR.
+    let mut total = Acc::default();
+    let mut losses: Vec<f64> = Vec::with_capacity(trials as usize);
+    let mut first = 0;
+    while first < trials {
+        let last = (first + TRIAL_CHUNK).min(trials);
+        let part: Vec<(Acc, f64)> = (first..last)
+            .into_par_iter()
+            .map(|t| {
+                let c = Config { seed: trial_seed(seed, cell, t, arm), ..cfg.clone() };
+                let mut acc = Acc::default();
+                let summary = match safety {
+                    Some(s) => {
+                        let mut f = SafetyFilter::new(s.clone(), nominal.policy()).expect("validated filter");
+                        let out = crate::stepped::simulate(&c, &mut f, RunOptions::default()).summary;
+                        let st = f.stats();
+                        acc.decisions = st.decisions;
+                        acc.infeasible = st.infeasible;
+                        acc.interventions = st.interventions;
+                        acc.given_up = st.given_up;
+                        out
+                    }
+                    None => crate::stepped::simulate(&c, &mut nominal.policy(), RunOptions::default()).summary,
+                };
+                let overshoot = (summary.queue_max / capacity - threshold).max(0.0);
+                acc.exits = u64::from(summary.queue_max > boundary);
+                acc.admitted = summary.admitted;
+                acc.cleared = summary.cleared;
+                acc.queue_time = summary.backlog_time;
+                acc.worst = overshoot;
+                done.fetch_add(1, Ordering::Relaxed);
+                (acc, overshoot)
+            })
+            .collect();
+        for (a, l) in part {
+            total = total.add(a);
+            losses.push(l);
+        }
+        first = last;
+    }
     let cvar = empirical_cvar(&mut losses, eta);
     let time = trials as f64 * cfg.steps() as f64 * cfg.dt;
     let decisions = total.decisions.max(1) as f64;
@@ -165,6 +176,9 @@ fn run_arm(arm_setup: &Arm<'_>, done: &AtomicU64) -> ArmResult {
         mean_queue: total.queue_time / time,
     }
 }
+
+/// Trials of one arm run as one parallel batch (bounds the memory of a batch's records).
+const TRIAL_CHUNK: u64 = 4096;
 
 fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
     if n == 0 {
@@ -187,7 +201,7 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
     base.duration = b.probability.horizon;
     base.initial_queue = 0.0;
     base.check()?;
-    request::check_trials(vc.trials)?;
+    request::check_effort(vc, base.steps())?;
     let (eta, rho) = match &b.magnitude {
         Some(m) => (m.eta, Some(m.rho)),
         None => (0.05, None),
@@ -218,6 +232,9 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
         eta,
         rho,
     };
+    for &(traffic, low) in &cells {
+        with_cell(&base, traffic, low).check()?;
+    }
     let mut results = Vec::with_capacity(cells.len());
     for (i, &(traffic, low)) in cells.iter().enumerate() {
         let cfg = with_cell(&base, traffic, low);

@@ -1,6 +1,7 @@
 //! What `safegate verify` asks for, checked into a [`VerifyConfig`].
 
 use safegate_core::boundary::Boundary;
+use safegate_core::limits::{budget, MAX_GRID_POINTS, MAX_TRAJECTORY_STEPS, MAX_TRIALS};
 use safegate_core::RangeError;
 
 use super::{Nominal, VerifyConfig};
@@ -26,7 +27,30 @@ pub(super) fn check_trials(trials: u64) -> Result<u64, RangeError> {
     if trials == 0 {
         return Err(RangeError::new("trials", 0, "1 or more (no verdict on zero evidence)"));
     }
+    budget("trials", trials, trials as f64, MAX_TRIALS, "trials per cell and arm")?;
     Ok(trials)
+}
+
+/// The effort of a verification fits its budgets: trials, grid points (at least one each:
+/// the envelope is what a boundary claims, and a check of no cell shows nothing), and the
+/// trajectory-steps all of it adds up to, for a horizon of `steps` decision steps.
+pub(super) fn check_effort(vc: &VerifyConfig, steps: u64) -> Result<(), RangeError> {
+    check_trials(vc.trials)?;
+    for (field, n) in [("traffic_points", vc.traffic_points), ("health_points", vc.health_points)] {
+        if n == 0 {
+            return Err(RangeError::new(field, 0, "1 or more (no verdict over an envelope of no cells)"));
+        }
+        budget(field, n, n as f64, MAX_GRID_POINTS, "grid points")?;
+    }
+    let cells = 1.0 + vc.traffic_points as f64 * vc.health_points as f64;
+    let arms = 2.0 + f64::from(u8::from(vc.boundary.magnitude.is_some())) / cells;
+    budget(
+        "trials",
+        vc.trials,
+        cells * arms * vc.trials as f64 * steps as f64,
+        MAX_TRAJECTORY_STEPS,
+        "trajectory-steps (cells × 2 arms × trials × horizon steps)",
+    )
 }
 
 impl Nominal {
