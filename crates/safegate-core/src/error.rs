@@ -52,6 +52,17 @@ impl fmt::Display for RangeError {
 
 impl std::error::Error for RangeError {}
 
+/// A number as an error shows it: plain where that is short (`0.7`, `-50`, `NaN`), in
+/// exponent form where plain would be long (`1e308`, `1e-12`).
+pub fn number(v: f64) -> String {
+    let a = v.abs();
+    if a.is_finite() && a != 0.0 && !(1e-6..1e16).contains(&a) {
+        format!("{v:e}")
+    } else {
+        v.to_string()
+    }
+}
+
 /// A configuration file that is not valid TOML, has an unknown key or a value of the wrong
 /// type; the message names the key (and the line, for the file's own text).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -78,7 +89,7 @@ pub mod check {
         if v >= lo && v <= hi {
             Ok(v)
         } else {
-            Err(RangeError::new(field, v, allowed))
+            Err(RangeError::new(field, super::number(v), allowed))
         }
     }
 

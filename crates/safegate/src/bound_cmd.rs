@@ -8,6 +8,7 @@ use safegate_core::filter::bound::{horizon_report, HorizonInputs};
 
 /// Flags of `safegate bound` (barrier units: h = θ − q/Q; σ_h = σ_q/Q; δ = ξ_max/Q).
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct BoundArgs {
     /// Starting margin h₀ = θ − q₀/Q.
     #[arg(long)]
@@ -37,12 +38,13 @@ pub(crate) struct BoundArgs {
 }
 
 pub(crate) fn run(a: &BoundArgs) -> Result<ExitCode> {
-    let x = HorizonInputs::new(a.h0, a.alpha, a.sigma, a.delta, a.steps).map_err(|mut e| {
-        // The inputs' names → the flags that set them.
+    // The inputs' names → the flags that set them.
+    let flag = |mut e: safegate_core::RangeError| {
         e.field = format!("--{}", if e.field == "sigma_h" { "sigma" } else { e.field.as_str() });
         e
-    })?;
-    let r = horizon_report(&x, a.upper, a.epsilon);
+    };
+    let x = HorizonInputs::new(a.h0, a.alpha, a.sigma, a.delta, a.steps).map_err(flag)?;
+    let r = horizon_report(&x, a.upper, a.epsilon).map_err(flag)?;
     if a.json {
         // Through a JSON value: its keys print sorted, as they always have.
         println!("{}", serde_json::to_string_pretty(&serde_json::to_value(r)?)?);

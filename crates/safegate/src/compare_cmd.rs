@@ -21,6 +21,7 @@ const DEFAULT_BOUNDARY: &str = include_str!("../../../boundaries/seed-80.toml");
 
 /// Flags of `safegate compare`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct CompareArgs {
     /// Scenario files to compare on (default: the seed's thirteen cases: λ = 55, 74.5, 76,
     /// 80, 120 through a dip and on the cycle, a 1.4× spike, heavy tails, retries).
@@ -109,7 +110,10 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
         traces: args.figures.is_some(),
     };
     let cc = request.build().map_err(|e| match e {
-        CompareError::Boundary { case, message } => anyhow!("boundary for case {case}: {message}"),
+        CompareError::Boundary { case, message } => {
+            let file = args.boundary.as_ref().map_or("<embedded seed-80>".to_string(), |p| p.display().to_string());
+            anyhow!("{file}: boundary for case {case}: {message}")
+        }
         other => other.into(),
     })?;
     let pb = progress::bar(1000, "comparing", !args.json);

@@ -17,6 +17,7 @@ const TABLE_MAX: usize = 40;
 
 /// Flags of `safegate detect`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct DetectArgs {
     /// The series: one value per line, or a CSV with a header line (`-`: standard input).
     /// Blank lines and lines starting with `#` are skipped; `NaN` is a missing value (the

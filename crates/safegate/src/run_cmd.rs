@@ -19,6 +19,7 @@ const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
 
 /// Flags of `safegate run`. Every model flag overrides the scenario's value.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct RunArgs {
     /// Scenario file (TOML). Without it: the seed's λ = 80 band, gate off and on.
     pub(crate) scenario: Option<PathBuf>,
@@ -85,6 +86,18 @@ pub(crate) struct RunArgs {
     pub(crate) boundary: Option<PathBuf>,
 }
 
+/// A float as TOML writes it (`nan`, `inf` and `-inf` included), so `--traffic nan` reaches
+/// the range check as a number and is refused as one.
+fn toml_float(v: f64) -> String {
+    if v.is_nan() {
+        "nan".into()
+    } else if v.is_infinite() {
+        if v > 0.0 { "inf" } else { "-inf" }.into()
+    } else {
+        format!("{v:?}")
+    }
+}
+
 impl RunArgs {
     fn overrides(&self) -> Result<Vec<(String, String)>> {
         let mut o: Vec<(String, String)> = Vec::new();
@@ -93,17 +106,17 @@ impl RunArgs {
                 o.push((key.to_string(), v));
             }
         };
-        num("traffic.rate", self.traffic.map(|v| format!("{v:?}")));
-        num("gate.threshold", self.threshold.map(|v| format!("{v:?}")));
-        num("gate.sensitivity", self.sensitivity.map(|v| format!("{v:?}")));
+        num("traffic.rate", self.traffic.map(toml_float));
+        num("gate.threshold", self.threshold.map(toml_float));
+        num("gate.sensitivity", self.sensitivity.map(toml_float));
         num("health.kind", self.health.as_ref().map(|v| format!("{v:?}")));
-        num("run.duration", self.duration.map(|v| format!("{v:?}")));
-        num("run.dt", self.dt.map(|v| format!("{v:?}")));
+        num("run.duration", self.duration.map(toml_float));
+        num("run.dt", self.dt.map(toml_float));
         num("run.mode", self.mode.as_ref().map(|v| format!("{v:?}")));
         num("run.seed", self.seed.map(|v| v.to_string()));
         num("model.executors", self.executors.map(|v| v.to_string()));
-        num("model.comfortable", self.comfortable.map(|v| format!("{v:?}")));
-        num("model.rate", self.rate.map(|v| format!("{v:?}")));
+        num("model.comfortable", self.comfortable.map(toml_float));
+        num("model.rate", self.rate.map(toml_float));
         num("model.capacity", self.capacity.map(|v| v.to_string()));
         num("model.busy", self.busy.as_ref().map(|v| format!("{v:?}")));
         for kv in &self.set {
@@ -145,13 +158,23 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
     }
     let cfg = scenario.config(&origin)?;
+    // A boundary error names the file it came from: --boundary's, or the scenario's table.
+    let boundary_origin = args.boundary.as_ref().map_or(origin.clone(), |p| p.display().to_string());
     let variants = variants(&scenario, args.baseline || args.scenario.is_none()).map_err(|e| match e {
-        VariantError::Boundary(_) => anyhow::anyhow!("{origin}: {e}"),
+        VariantError::Boundary(_) => anyhow::anyhow!("{boundary_origin}: {e}"),
         other => other.into(),
     })?;
 
     let steps = cfg.steps();
-    let stride = if args.json { args.every } else { ((steps / 200_000) as usize).max(1) };
+    // A printed series holds at most MAX_SERIES_POINTS samples (a 1e6-s run printed 1.9 GB).
+    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
+    let stride = if args.json { args.every.max(fit) } else { ((steps / 200_000) as usize).max(1) };
+    if args.json && stride > args.every {
+        eprintln!(
+            "note: the series keeps every {stride}th sample (at most {} points)",
+            safegate_core::limits::MAX_SERIES_POINTS
+        );
+    }
     let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
         || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
     let pb = progress::bar(1000 * variants.len() as u64, "simulating", heavy);

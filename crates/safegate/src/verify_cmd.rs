@@ -16,6 +16,7 @@ const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
 
 /// Flags of `safegate verify`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub(crate) struct VerifyArgs {
     /// The boundary file (TOML).
     #[arg(long, value_name = "FILE")]
@@ -75,8 +76,12 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
     let vc = request.build().map_err(|e| match e {
         VerifyError::Boundary(e) => anyhow!("{}: {e}", args.boundary.display()),
         VerifyError::Nominal(name) => anyhow!("--nominal {name:?}: expected open or seed-gate"),
-        VerifyError::Setting(e) if e.field == "trials" => anyhow!("--trials must be at least 1"),
-        other => other.into(),
+        VerifyError::Setting(e) if e.field == "trials" && e.value == "0" => anyhow!("--trials must be at least 1"),
+        // The request's fields are the flags that set them.
+        VerifyError::Setting(mut e) => {
+            e.field = format!("--{}", e.field.replace('_', "-"));
+            e.into()
+        }
     })?;
     let pb = progress::bar(1000, "verifying", !args.json);
     let started = Instant::now();

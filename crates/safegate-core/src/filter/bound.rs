@@ -175,17 +175,29 @@ pub struct HorizonReport {
 /// use safegate_core::filter::bound::{horizon_report, HorizonInputs};
 ///
 /// let x = HorizonInputs::new(0.35, 1.0, 0.01, 0.05, 100).unwrap();
-/// let r = horizon_report(&x, Some(0.85), Some(0.01));
+/// let r = horizon_report(&x, Some(0.85), Some(0.01)).unwrap();
 /// assert!((r.ville.unwrap() - 0.588).abs() < 1e-3);
 /// assert!(r.inverse.unwrap().required_h0.unwrap() > 0.35);
 /// ```
-pub fn horizon_report(x: &HorizonInputs, upper: Option<f64>, epsilon: Option<f64>) -> HorizonReport {
-    HorizonReport {
+/// `upper` must be a finite bound at or above `h0`, `epsilon` a probability in (0, 1):
+/// anything else is refused (`bound --upper nan` printed `P ≤ NaN`).
+pub fn horizon_report(
+    x: &HorizonInputs,
+    upper: Option<f64>,
+    epsilon: Option<f64>,
+) -> Result<HorizonReport, RangeError> {
+    if let Some(b) = upper {
+        check::within("upper", b, x.h0.max(0.0), f64::MAX, "a finite bound ≥ h0 (and ≥ 0)")?;
+    }
+    if let Some(e) = epsilon {
+        check::probability("epsilon", e)?;
+    }
+    Ok(HorizonReport {
         inputs: *x,
         freedman: freedman(x),
         ville: upper.map(|b| ville(x.h0, x.alpha, b, x.steps)),
         inverse: epsilon.map(|epsilon| InverseDesign { epsilon, required_h0: required_margin(x, epsilon) }),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -243,15 +255,18 @@ mod tests {
     #[test]
     fn the_report_has_each_bound_only_when_asked() {
         let x = worked();
-        let r = horizon_report(&x, None, None);
+        let r = horizon_report(&x, None, None).unwrap();
         assert_eq!((r.inputs, r.freedman, r.ville, r.inverse), (x, freedman(&x), None, None));
-        let r = horizon_report(&x, Some(0.85), Some(0.016_13));
+        let r = horizon_report(&x, Some(0.85), Some(0.016_13)).unwrap();
         assert_eq!(r.ville, Some(ville(0.35, 1.0, 0.85, 100)));
         let inv = r.inverse.unwrap();
         assert_eq!((inv.epsilon, inv.required_h0), (0.016_13, required_margin(&x, 0.016_13)));
         // An ε no margin reaches (the noise alone exceeds it): asked, but no answer.
         let noisy = HorizonInputs { sigma_h: 1e12, ..x };
-        assert_eq!(horizon_report(&noisy, None, Some(0.5)).inverse.unwrap().required_h0, None);
+        assert_eq!(horizon_report(&noisy, None, Some(0.5)).unwrap().inverse.unwrap().required_h0, None);
+        // An upper bound or ε that is not a number is refused, not printed as `P ≤ NaN`.
+        assert_eq!(horizon_report(&x, Some(f64::NAN), None).unwrap_err().field, "upper");
+        assert_eq!(horizon_report(&x, None, Some(2.0)).unwrap_err().field, "epsilon");
     }
 
     #[test]

@@ -97,7 +97,7 @@ impl VerifyRequest {
         self.boundary.safety_config(self.base.pool.capacity).map_err(VerifyError::Boundary)?;
         let nominal = Nominal::from_name(&self.nominal, &self.gate)?;
         let trials = check_trials(self.trials).map_err(VerifyError::Setting)?;
-        Ok(VerifyConfig {
+        let vc = VerifyConfig {
             base: self.base,
             boundary: self.boundary,
             nominal,
@@ -105,7 +105,9 @@ impl VerifyRequest {
             traffic_points: self.traffic_points,
             health_points: self.health_points,
             seed: self.seed,
-        })
+        };
+        check_effort(&vc, vc.boundary.horizon_steps()).map_err(VerifyError::Setting)?;
+        Ok(vc)
     }
 }
 
