@@ -176,9 +176,9 @@ fn verify_prints_the_headline_keys() {
         "--trials",
         "20",
         "--traffic-points",
-        "0",
+        "1",
         "--health-points",
-        "0",
+        "1",
         "--json",
     ]);
     // 20 trials cannot bring the 99 % upper limit under 1 %: exit status 1, with the reason.
