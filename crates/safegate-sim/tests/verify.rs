@@ -21,8 +21,8 @@ fn the_seed_boundary_holds_at_lambda_80_and_the_open_pool_does_not() {
         boundary: seed_boundary(),
         nominal: Nominal::Open,
         trials: 700,
-        traffic_points: 0,
-        health_points: 0,
+        traffic_points: 1,
+        health_points: 1,
         seed: 3,
     };
     let r = verify(&vc, &|_| {}).unwrap();
@@ -48,8 +48,8 @@ fn under_the_seed_gate_too() {
         boundary: seed_boundary(),
         nominal: Nominal::SeedGate { threshold: 0.7, sensitivity: 1.0 },
         trials: 200,
-        traffic_points: 0,
-        health_points: 0,
+        traffic_points: 1,
+        health_points: 1,
         seed: 4,
     };
     let r = verify(&vc, &|_| {}).unwrap();
@@ -65,8 +65,8 @@ fn results_do_not_depend_on_the_thread_count() {
         boundary: seed_boundary(),
         nominal: Nominal::Open,
         trials: 16,
-        traffic_points: 0,
-        health_points: 0,
+        traffic_points: 1,
+        health_points: 1,
         seed: 9,
     };
     let a = verify(&vc, &|_| {}).unwrap();
@@ -88,8 +88,8 @@ fn corollary_3_adding_the_cvar_bound_never_gives_up_less() {
         boundary: tight,
         nominal: Nominal::Open,
         trials: 60,
-        traffic_points: 0,
-        health_points: 0,
+        traffic_points: 1,
+        health_points: 1,
         seed: 5,
     };
     let r = verify(&vc, &|_| {}).unwrap();
