@@ -309,9 +309,11 @@ pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opt
                 seg_t0 = t;
                 seq += 1;
                 s_segment = seq;
-                // A piece always ends after now: a zero-length piece (rounding at a piece's
-                // end) must not hold the clock still.
-                t_segment = if left > 0.0 { t + left } else { t + t.abs().max(1.0) * f64::EPSILON };
+                // A piece always ends after now: a zero-length piece, or one shorter than the
+                // clock's resolution at `t` (rounding at a piece's end), must not hold the
+                // clock still.
+                let end = t + left;
+                t_segment = if end > t { end } else { t + t.abs().max(1.0) * f64::EPSILON };
             }
             Next::Rate => {
                 lambda = cfg.traffic_at(t);
