@@ -114,11 +114,36 @@ pub struct DisturbanceSection {
     pub model: DisturbanceModel,
     /// Seconds of one-step surprises in the σ estimate (2).
     pub window: f64,
+    /// Where σ comes from: `"poisson"` (the Poisson prior as a floor, the seed's open queue;
+    /// default) or `"measured"` (the measured surprises alone once half the window is
+    /// full: a request/response service, docs/math.md §Noise).
+    pub noise: NoiseSource,
 }
 
 impl Default for DisturbanceSection {
     fn default() -> Self {
-        Self { model: DisturbanceModel::Bernstein, window: 2.0 }
+        Self { model: DisturbanceModel::Bernstein, window: 2.0, noise: NoiseSource::Poisson }
+    }
+}
+
+/// `[disturbance] noise`: see [`Noise`](crate::safety::Noise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NoiseSource {
+    /// The Poisson prior `(λ + ŝ)·dt` is a floor under the measured variance.
+    #[default]
+    Poisson,
+    /// The measured variance alone, once half the σ window is full.
+    Measured,
+}
+
+impl NoiseSource {
+    /// The filter's [`Noise`](crate::safety::Noise) for a σ window of `window` periods.
+    pub fn for_window(self, window: usize) -> crate::safety::Noise {
+        match self {
+            NoiseSource::Poisson => crate::safety::Noise::Poisson,
+            NoiseSource::Measured => crate::safety::Noise::Measured { min_periods: (window / 2).max(2) },
+        }
     }
 }
 
@@ -332,14 +357,16 @@ impl Boundary {
         if self.backup.constrain {
             constraints.push(Constraint::BackupSet { depth: barrier.boundary() });
         }
+        let window = ((self.disturbance.window / dt).round() as usize).max(2);
         let cfg = SafetyConfig {
             barrier,
             constraints,
             dt,
-            window: ((self.disturbance.window / dt).round() as usize).max(2),
+            window,
             rate_tau: self.decision.rate_tau,
             backup: self.backup,
             concurrency: self.concurrency,
+            noise: self.disturbance.noise.for_window(window),
         };
         cfg.check()?;
         Ok(cfg)

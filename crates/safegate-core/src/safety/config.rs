@@ -34,6 +34,37 @@ pub struct SafetyConfig {
     pub backup: Backup,
     /// The concurrency cap as a second input (`None`: the filter never changes the cap).
     pub concurrency: Option<ConcurrencyInput>,
+    /// Where the one-step noise comes from: the Poisson prior as a floor (the seed's open
+    /// queue) or the measured surprises alone once enough are in the window (a service).
+    pub noise: Noise,
+}
+
+/// Where the filter's one-step noise `σ_q²` comes from (a boundary file's
+/// `[disturbance] noise`).
+///
+/// The seed's queue is open-loop: arrivals and departures are independent Poisson streams,
+/// so a period's net change has variance at least `(λ + ŝ)·dt` whatever was measured, and
+/// that prior is a floor under the measured variance ([`Noise::Poisson`], the default; the
+/// seed's "bootstrapping the boundary before any telemetry"). A request/response service is
+/// not: a departure follows each admission within a service time, so the net change per
+/// period is far steadier than two Poisson streams, and a floor of `(λ + ŝ)·dt` at tens of
+/// thousands of requests per second is a margin of hundreds of requests that nothing in the
+/// service produces. [`Noise::Measured`] uses the variance of the measured net change of
+/// the queue per period once the window holds `min_periods` of them, and the Poisson prior
+/// only before (docs/math.md §Noise).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Noise {
+    /// `σ_q² = max(Var e, (λ̂ + ŝ + r̂)·dt)`: the measured variance, never below the Poisson
+    /// prior.
+    #[default]
+    Poisson,
+    /// `σ_q² = Var Δq` (the net change per period) once the window holds `min_periods` of
+    /// them (the prior before).
+    Measured {
+        /// Surprises needed before the measured variance is trusted, in `[2, window]`.
+        min_periods: usize,
+    },
 }
 
 impl SafetyConfig {
@@ -47,6 +78,15 @@ impl SafetyConfig {
         self.backup.check().map_err(|e| e.at("backup"))?;
         if let Some(c) = &self.concurrency {
             c.check().map_err(|e| e.at("concurrency"))?;
+        }
+        if let Noise::Measured { min_periods } = self.noise {
+            if !(2..=self.window).contains(&min_periods) {
+                return Err(RangeError::new(
+                    "noise.min_periods",
+                    min_periods,
+                    format!("[2, {}] (the σ window's periods)", self.window),
+                ));
+            }
         }
         Ok(())
     }

@@ -19,7 +19,7 @@
 mod config;
 mod stats;
 
-pub use config::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
+pub use config::{ConcurrencyInput, Noise, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
 pub use stats::{BoundBy, FilterStats};
 
 use crate::estimators::{EwmaRate, ServiceCurve, WindowedMoments};
@@ -27,6 +27,10 @@ use crate::filter::backup::{implicit_safe_depth_constant, BackupPolicy};
 use crate::filter::{Decision, Filter, FilterError, FilterState};
 use crate::policy::{Action, Observation, Policy};
 use config::shape;
+
+/// Decisions more than this many periods apart are a gap: the later one's surprise is not
+/// pushed (see `decide_now`).
+pub const GAP_PERIODS: f64 = 2.0;
 
 /// A nominal controller wrapped by the safety filter.
 ///
@@ -45,6 +49,7 @@ use config::shape;
 ///     rate_tau: 0.5,
 ///     backup: Backup::default(),
 ///     concurrency: None,
+///     noise: Default::default(),
 /// };
 /// let mut f = SafetyFilter::new(cfg, Open).unwrap();
 /// let mut obs = Observation::new(0.0, 20.0, 200.0);
@@ -63,6 +68,8 @@ pub struct SafetyFilter<N> {
     completed: EwmaRate,
     retried: EwmaRate,
     surprise: WindowedMoments,
+    /// The net change of the queue per period, kept with [`Noise::Measured`] only.
+    net: Option<WindowedMoments>,
     next_decision: f64,
     last_t: Option<f64>,
     last_q: f64,
@@ -70,6 +77,7 @@ pub struct SafetyFilter<N> {
     last_drift: f64,
     last_action: Action,
     last_decision: Option<Decision>,
+    last_sigma: f64,
     stats: FilterStats,
     curve: Option<ServiceCurve>,
     /// `1/dt`, so a decision needs no division.
@@ -88,6 +96,7 @@ impl<N: Policy> SafetyFilter<N> {
         let tau = cfg.rate_tau;
         Ok(Self {
             surprise: WindowedMoments::new(cfg.window),
+            net: matches!(cfg.noise, Noise::Measured { .. }).then(|| WindowedMoments::new(cfg.window)),
             filter,
             nominal,
             offered: EwmaRate::new(tau, 0.0),
@@ -100,6 +109,7 @@ impl<N: Policy> SafetyFilter<N> {
             last_drift: 0.0,
             last_action: Action::OPEN,
             last_decision: None,
+            last_sigma: f64::NAN,
             stats: FilterStats::default(),
             curve: cfg.concurrency.and_then(|c| {
                 ServiceCurve::new(c.executors.max(1) as usize, c.alpha).ok().map(|s| s.with_min_samples(c.min_samples))
@@ -121,9 +131,20 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_decision.as_ref()
     }
 
+    /// The one-step noise `σ_q` \[requests\] of the last decision (NaN before the first).
+    pub fn last_sigma(&self) -> f64 {
+        self.last_sigma
+    }
+
     /// The wrapped nominal controller.
     pub fn nominal(&self) -> &N {
         &self.nominal
+    }
+
+    /// The wrapped nominal controller, mutably (an actuator that runs the nominal itself
+    /// hands the filter its proposal through a nominal that returns it).
+    pub fn nominal_mut(&mut self) -> &mut N {
+        &mut self.nominal
     }
 
     /// The filter.
@@ -239,18 +260,38 @@ impl<N: Policy> SafetyFilter<N> {
 
         if let Some(t0) = self.last_t {
             let step = obs.now - t0;
-            if step > 0.0 {
+            // The prediction is one period's: after a gap of more than two periods without a
+            // decision (an actuator that decides only when requests come, as the tower layer
+            // does, after an idle spell) the linear prediction over the gap has nothing to
+            // do with the noise (the queue emptied long before), and its surprise would sit
+            // in the window for a whole window, inflating σ until no admission is safe.
+            if step > 0.0 && step <= GAP_PERIODS * dt {
                 let predicted = self.last_q + step * (self.last_admit_rate + self.last_drift);
                 self.surprise.push(q - predicted);
+                if let Some(net) = self.net.as_mut() {
+                    net.push(q - self.last_q);
+                }
             }
         }
         // Expected completions and retries; a positive mean surprise is drift we missed.
         let bias = self.surprise.mean().max(0.0) * self.inv_dt;
         let drift = r_hat - s_hat + bias;
         let var = self.surprise.variance();
-        let prior = (lambda + s_hat + r_hat) * dt;
-        let sigma = var.max(prior).sqrt();
-        let var0 = (var - self.last_admit_rate * dt).max((s_hat + r_hat) * dt);
+        // docs/math.md §Noise. Measured: the variance of the net change per period (about
+        // its own mean, so neither the drift nor the rate estimates' lag enters it) once
+        // the window holds enough; the Poisson and Bernstein forms add the admissions'
+        // own `u·dt` back to `σ₀²`.
+        let measured = match (self.cfg.noise, &self.net) {
+            (Noise::Measured { min_periods }, Some(net)) if net.len() >= min_periods => Some(net.variance()),
+            _ => None,
+        };
+        let (sigma, var0) = match measured {
+            Some(v) => (v.sqrt(), (v - self.last_admit_rate * dt).max(0.0)),
+            None => {
+                let prior = (lambda + s_hat + r_hat) * dt;
+                (var.max(prior).sqrt(), (var - self.last_admit_rate * dt).max((s_hat + r_hat) * dt))
+            }
+        };
 
         let horizon = self.cfg.backup.horizon;
         let backup_drift = match self.cfg.backup.policy {
@@ -325,6 +366,7 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_admit_rate = d.admit_rate;
         self.last_drift = drift;
         self.last_decision = Some(d);
+        self.last_sigma = sigma;
         self.last_action = action;
         action
     }

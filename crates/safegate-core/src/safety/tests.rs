@@ -11,6 +11,7 @@ fn cfg(constraints: Vec<Constraint>) -> SafetyConfig {
         rate_tau: 0.5,
         backup: Backup { policy: BackupPolicy::RejectAllShedRetries { concurrency: Some(4) }, ..Backup::default() },
         concurrency: None,
+        noise: Noise::Poisson,
     }
 }
 
@@ -143,4 +144,78 @@ fn learned_bins_drive_the_cap() {
         done += mu(8.0) * 0.05;
     }
     assert_eq!(a.concurrency, Some(4), "{a:?}");
+}
+
+/// A burst, five idle seconds with no decision (an actuator that decides when requests
+/// come), the same burst again: the second burst is decided as the first was. Before
+/// gaps were skipped, the one decision across the gap pushed a surprise of the whole gap's
+/// predicted growth into the σ window, and for the window's 40 periods (2 s) no admission
+/// was safe: the tower layer's lock-up after a pause (issue 14).
+#[test]
+fn an_idle_gap_between_bursts_leaves_the_noise_estimate_alone() {
+    let cfg = crate::boundary::Boundary::default().safety_config(200.0).unwrap();
+    let dt = cfg.dt;
+    let mut f = SafetyFilter::new(cfg, Open).unwrap();
+    let (mut offered, mut completed) = (0.0, 0.0);
+    let mut burst = |f: &mut SafetyFilter<Open>, t0: f64| -> Vec<(f64, bool)> {
+        let mut out = Vec::new();
+        for i in 0..60 {
+            let now = t0 + i as f64 * dt;
+            offered += 600.0 * dt;
+            completed += 400.0 * dt;
+            let mut o = Observation::new(now, 16.0, 200.0);
+            o.in_service = 16.0;
+            o.offered = offered;
+            o.admitted = completed + 16.0;
+            o.completed = completed;
+            let a = f.decide(&o);
+            out.push((a.admit, f.last_decision().unwrap().feasible));
+        }
+        out
+    };
+    let first = burst(&mut f, 0.0);
+    let second = burst(&mut f, 3.0 + 5.0);
+    assert!(first.iter().all(|d| d.1), "the first burst is feasible throughout: {first:?}");
+    assert!(second.iter().all(|d| d.1), "the burst after a gap found no safe admission: {second:?}");
+    let share = |v: &[(f64, bool)]| v[10..].iter().map(|d| d.0).sum::<f64>() / (v.len() - 10) as f64;
+    assert!((share(&second) - share(&first)).abs() < 0.02, "{} vs {}", share(&first), share(&second));
+}
+
+/// Measured noise: a service whose in-service count holds steady gets the measured σ (near
+/// 0) once `min_periods` surprises are in, not the Poisson prior `√((λ + ŝ)·dt)`; before
+/// that, the prior.
+#[test]
+fn measured_noise_replaces_the_prior_once_the_window_holds_enough() {
+    let mut c = cfg(vec![Constraint::gaussian(1e-6, 0.0).unwrap()]);
+    c.barrier = Barrier::new(0.7, 2000.0).unwrap();
+    c.noise = Noise::Measured { min_periods: 20 };
+    let mut f = SafetyFilter::new(c.clone(), Open).unwrap();
+    let mut g = SafetyFilter::new(SafetyConfig { noise: Noise::Poisson, ..c.clone() }, Open).unwrap();
+    // A service at 20,000 req/s holding 120 requests in service, every admitted request
+    // answered within the period (completions follow admissions).
+    let (mut done_f, mut done_g) = (0.0, 0.0);
+    let mut sigmas = Vec::new();
+    for i in 0..60 {
+        let now = i as f64 * 0.05;
+        let obs = |done: f64| {
+            let mut o = Observation::new(now, 120.0, 2000.0);
+            o.offered_rate = 20_000.0;
+            o.offered = 20_000.0 * now;
+            o.completed = done;
+            o.admitted = done + 120.0;
+            o.in_service = 120.0;
+            o
+        };
+        let (a, b) = (f.decide(&obs(done_f)).admit, g.decide(&obs(done_g)).admit);
+        done_f += a * 20_000.0 * 0.05;
+        done_g += b * 20_000.0 * 0.05;
+        sigmas.push((f.last_sigma(), g.last_sigma()));
+    }
+    // The prior at 20,000 req/s and up: σ ≥ √(20,000·0.05) ≈ 32 requests, at every decision.
+    assert!(sigmas.iter().all(|s| s.1 >= 31.0), "prior: {sigmas:?}");
+    // Measured: the prior for the first 20 periods, then what the service shows (nothing).
+    assert!(sigmas[..19].iter().all(|s| (s.0 - s.1).abs() < 1e-9), "{sigmas:?}");
+    assert!(sigmas[40..].iter().all(|s| s.0 < 1.0), "measured: {sigmas:?}");
+    c.noise = Noise::Measured { min_periods: 41 };
+    assert!(SafetyFilter::new(c, Open).is_err(), "more periods than the window holds");
 }
