@@ -114,15 +114,17 @@ pub struct DisturbanceSection {
     pub model: DisturbanceModel,
     /// Seconds of one-step surprises in the σ estimate (2).
     pub window: f64,
-    /// Where σ comes from: `"poisson"` (the Poisson prior as a floor, the seed's open queue;
-    /// default) or `"measured"` (the measured surprises alone once half the window is
-    /// full: a request/response service, docs/math.md §Noise).
-    pub noise: NoiseSource,
+    /// Where σ comes from: `"poisson"` (the Poisson prior as a floor, the seed's open
+    /// queue) or `"measured"` (the measured net change per period alone once half the
+    /// window is full: a request/response service, docs/math.md §Noise). Unset: the
+    /// actuator's own default (the simulator `poisson`, the tower layer `measured`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub noise: Option<NoiseSource>,
 }
 
 impl Default for DisturbanceSection {
     fn default() -> Self {
-        Self { model: DisturbanceModel::Bernstein, window: 2.0, noise: NoiseSource::Poisson }
+        Self { model: DisturbanceModel::Bernstein, window: 2.0, noise: None }
     }
 }
 
@@ -366,7 +368,7 @@ impl Boundary {
             rate_tau: self.decision.rate_tau,
             backup: self.backup,
             concurrency: self.concurrency,
-            noise: self.disturbance.noise.for_window(window),
+            noise: self.disturbance.noise.unwrap_or_default().for_window(window),
         };
         cfg.check()?;
         Ok(cfg)

@@ -5,7 +5,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use safegate_core::boundary::Boundary;
+use safegate_core::boundary::{Boundary, NoiseSource};
 use safegate_core::controllers::{Actuator, ControllerKind, Setting, UnknownController};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
@@ -262,6 +262,11 @@ impl<C> Builder<C> {
         if let Some(ci) = cfg.concurrency.as_mut() {
             ci.executors = self.max_concurrency;
         }
+        // A service's noise is measured, not assumed Poisson (docs/tower.md §The barrier for
+        // a service), unless the boundary file says which.
+        if boundary.disturbance.noise.is_none() {
+            cfg.noise = NoiseSource::Measured.for_window(cfg.window);
+        }
         let period = boundary.decision.period;
         let setting = Setting { capacity, executors: self.max_concurrency, period };
         let nominal = match self.nominal {
@@ -269,13 +274,29 @@ impl<C> Builder<C> {
             Nominal::Policy(p) => p,
         };
         let barrier_boundary = cfg.barrier.boundary();
-        if barrier_boundary < MIN_BOUNDARY {
-            return Err(BuildError::Setting(RangeError::new(
-                "capacity",
-                format!("{} (θ·Q = {barrier_boundary:.1} requests)", cfg.barrier.capacity()),
-                "θ·Q ≥ 10 requests: raise max_concurrency or set capacity",
-            )));
-        }
+        let limit_cap = match self.mode {
+            // Reject mode holds the barrier by the limit itself: at most ⌊θ·Q⌋ in service.
+            Mode::Reject => {
+                if barrier_boundary < 1.0 {
+                    return Err(BuildError::Setting(RangeError::new(
+                        "capacity",
+                        format!("{} (θ·Q = {barrier_boundary:.2} requests)", cfg.barrier.capacity()),
+                        "θ·Q ≥ 1 request: raise max_concurrency or set capacity",
+                    )));
+                }
+                (barrier_boundary.floor() as u32).min(self.max_concurrency)
+            }
+            Mode::Queue { .. } => {
+                if barrier_boundary < MIN_BOUNDARY {
+                    return Err(BuildError::Setting(RangeError::new(
+                        "capacity",
+                        format!("{} (θ·Q = {barrier_boundary:.1} requests)", cfg.barrier.capacity()),
+                        "θ·Q ≥ 10 requests in queue mode: raise max_concurrency or the queue, or set capacity",
+                    )));
+                }
+                self.max_concurrency
+            }
+        };
         let filter = SafetyFilter::new(cfg, nominal).map_err(|e| BuildError::Filter(e.to_string()))?;
         let clock = self.clock.unwrap_or_default();
         let start_raw = clock.raw();
@@ -288,6 +309,7 @@ impl<C> Builder<C> {
                 max_concurrency: self.max_concurrency,
                 capacity: boundary.barrier.capacity.unwrap_or(capacity),
                 boundary: barrier_boundary,
+                limit_cap,
                 classes,
                 reserve: self.reserve,
                 period_ns: (period * 1e9) as u64,
@@ -296,12 +318,13 @@ impl<C> Builder<C> {
             published: Padded(Published {
                 next_decision_ns: AtomicU64::new(0),
                 sample_mask: AtomicU64::new(0),
-                limit: AtomicU32::new(self.max_concurrency),
+                limit: AtomicU32::new(limit_cap),
                 shed_reason: AtomicU8::new(0),
+                full_reason: AtomicU8::new(0),
                 retry_after_ns: AtomicU64::new((period * 1e9) as u64),
             }),
             classes: (0..classes)
-                .map(|k| ClassState::new(crate::shared::class_limit(self.max_concurrency, k, classes, self.reserve)))
+                .map(|k| ClassState::new(crate::shared::class_limit(limit_cap, k, classes, self.reserve)))
                 .collect(),
             gate: Padded(Gate::new()),
             waiting: Padded(AtomicU32::new(0)),

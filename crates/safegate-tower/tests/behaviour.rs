@@ -348,9 +348,13 @@ async fn builder_errors_are_typed() {
     assert!(AdmissionLayer::builder().controller("nope").build().is_err());
     assert!(AdmissionLayer::builder().classes(0, 0.1).build().is_err());
     assert!(AdmissionLayer::builder().queue(0, Duration::from_secs(1)).build().is_err());
-    // θ·Q = 2.1 requests: no admission could keep it, refused at build time.
-    let e = AdmissionLayer::builder().max_concurrency(3).build().unwrap_err();
-    assert!(e.to_string().contains("θ·Q"), "{e}");
+    // Reject mode: θ·Q = 0.7 requests, not one request could be in service.
+    let e = AdmissionLayer::builder().max_concurrency(1).build().unwrap_err();
+    assert!(e.to_string().contains("θ·Q ≥ 1"), "{e}");
+    assert!(AdmissionLayer::builder().max_concurrency(3).build().is_ok(), "θ·Q = 2.1: two in service");
+    // Queue mode: θ·Q = 0.7·(3 + 5) = 5.6 requests, too small for one period's arrivals.
+    let e = AdmissionLayer::builder().max_concurrency(3).queue(5, Duration::from_secs(1)).build().unwrap_err();
+    assert!(e.to_string().contains("θ·Q ≥ 10"), "{e}");
     let e = AdmissionLayer::builder().boundary_file("/nonexistent/b.toml").build().unwrap_err();
     assert!(e.to_string().contains("/nonexistent/b.toml"), "{e}");
     let e = safegate_tower::parse_boundary("[barrier]\nthreshhold = 0.7\n", "t").unwrap_err();
@@ -370,16 +374,59 @@ async fn builder_errors_are_typed() {
     }
 }
 
-/// Requests that never finish fill the service toward the barrier (θ·Q = 0.7·20 = 14 in
-/// flight): the filter first trims the admission share (reason `Barrier`), then finds no
-/// safe action (reason `Backup`) — never the concurrency limit, which is far away — and the
-/// service stays below the barrier plus one period's arrivals.
+/// Reject mode holds the barrier by the limit: requests that never finish fill the service
+/// to exactly ⌊θ·Q⌋ = ⌊0.7·20⌋ = 14, every later one is rejected for the barrier (the
+/// nominal asks for no limit at all), and no share of traffic is shed before that.
 #[tokio::test]
-async fn the_filter_rejects_for_the_barrier_and_then_the_backup() {
+async fn reject_mode_holds_the_barrier_by_the_limit() {
     let (clock, mock) = quanta::Clock::mock();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(Share(1.0)))
         .max_concurrency(1000)
+        .capacity(20)
+        .timing_sample(1)
+        .clock(clock)
+        .build()
+        .unwrap();
+    let mut svc = layer.layer(held());
+    let mut hold = Vec::new();
+    let mut futs = Vec::new();
+    let mut reasons = Vec::new();
+    for _period in 0..10 {
+        for _ in 0..4 {
+            let mut f = offer(&mut svc, &mut hold).await;
+            match poll_once(&mut f) {
+                Poll::Pending => futs.push(f),
+                Poll::Ready(Err(e)) => reasons.push(reason(&e)),
+                Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
+            }
+        }
+        mock.increment(Duration::from_millis(60));
+    }
+    let s = layer.snapshot();
+    assert_eq!(futs.len(), 14, "admitted up to the barrier and no further");
+    assert_eq!(s.in_flight, 14);
+    assert_eq!(reasons, vec![Reason::Barrier; 40 - 14], "only the barrier's cap rejects");
+    assert_eq!(s.backup_activations, 0, "{s:?}");
+    drop(hold);
+    for f in futs {
+        f.await.unwrap();
+    }
+    assert_eq!(layer.snapshot().in_flight, 0);
+}
+
+/// Queue mode: what waits is not decided per request, and the filter acts on it. Requests
+/// that never finish fill the layer toward the barrier (θ·Q = 0.7·20 = 14): the filter
+/// first trims the admission share (reason `Barrier`), then finds no safe action (reason
+/// `Backup`) — never the concurrency limit, which is far away — and the layer stays below
+/// the barrier plus one period's arrivals.
+#[tokio::test]
+async fn queue_mode_filter_rejects_for_the_barrier_and_then_the_backup() {
+    let (clock, mock) = quanta::Clock::mock();
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(Share(1.0)))
+        .max_concurrency(1000)
+        .queue(100, Duration::from_secs(1))
         .capacity(20)
         .timing_sample(1)
         .clock(clock)
@@ -403,9 +450,8 @@ async fn the_filter_rejects_for_the_barrier_and_then_the_backup() {
     let s = layer.snapshot();
     assert!(!reasons.contains(&Reason::Limit), "{reasons:?}");
     assert!(reasons.contains(&Reason::Backup), "no backup rejection: {reasons:?}");
-    assert!(s.in_flight <= 14 + 4, "in flight {} beyond the barrier", s.in_flight);
+    assert!(s.in_flight + s.waiting <= 14 + 4, "{} in the layer, beyond the barrier", s.in_flight + s.waiting);
     assert!(s.backup_activations >= 1, "{s:?}");
-    // A trimmed share (Barrier) or straight to the backup: both are the filter's reasons.
     let filter_reasons = reasons.iter().filter(|r| matches!(r, Reason::Barrier | Reason::Backup)).count();
     assert_eq!(filter_reasons, reasons.len());
     drop(hold);

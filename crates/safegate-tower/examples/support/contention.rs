@@ -37,12 +37,25 @@ impl Contended {
         self.knee as f64 / self.base.as_secs_f64()
     }
 
-    async fn handle(&self) -> &'static str {
+    /// One request: `base · max(1, (n/C)²)` with `n` requests in the handler, this one
+    /// included. A request abandoned mid-way (its future dropped) leaves the count too.
+    pub async fn handle(&self) -> &'static str {
+        struct Leave<'a>(&'a AtomicUsize);
+        impl Drop for Leave<'_> {
+            fn drop(&mut self) {
+                self.0.fetch_sub(1, Ordering::SeqCst);
+            }
+        }
         let n = self.active.fetch_add(1, Ordering::SeqCst) + 1;
+        let _leave = Leave(&self.active);
         let x = n as f64 / self.knee as f64;
         tokio::time::sleep(self.base.mul_f64(x.max(1.0).powi(2))).await;
-        self.active.fetch_sub(1, Ordering::SeqCst);
         "ok"
+    }
+
+    /// Requests in the handler now.
+    pub fn active(&self) -> usize {
+        self.active.load(Ordering::SeqCst)
     }
 }
 

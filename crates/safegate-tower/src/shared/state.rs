@@ -47,6 +47,9 @@ pub(crate) struct Settings {
     pub(crate) capacity: f64,
     /// The barrier's boundary `θ·Q`.
     pub(crate) boundary: f64,
+    /// The most requests in service the limit may allow: `⌊θ·Q⌋` in reject mode (which
+    /// holds the barrier deterministically), `max_concurrency` in queue mode.
+    pub(crate) limit_cap: u32,
     pub(crate) classes: usize,
     pub(crate) reserve: f64,
     pub(crate) period_ns: u64,
@@ -121,6 +124,8 @@ pub(crate) struct Published {
     pub(crate) limit: AtomicU32,
     /// The reason of a shed request ([`Reason::to_byte`]).
     pub(crate) shed_reason: AtomicU8,
+    /// The reason of a request over the limit: the barrier's cap or the nominal's limit.
+    pub(crate) full_reason: AtomicU8,
     pub(crate) retry_after_ns: AtomicU64,
 }
 

@@ -10,7 +10,7 @@ use safegate_core::safety::SafetyFilter;
 use safegate_core::{Observation, Policy};
 
 use super::slots;
-use super::state::{Shared, TimedSums, ONE};
+use super::state::{Mode, Shared, TimedSums, ONE};
 use crate::reason::{ByReason, Reason};
 
 /// A latency and a wait \[s\].
@@ -241,17 +241,33 @@ impl Shared {
         obs.latency_total = c.totals.latency;
         obs.wait_total = c.totals.wait;
 
-        let action = c.filter.decide(&obs);
-        let (feasible, bound) = c.filter.last_decision().map_or((true, false), |d| (d.feasible, d.bound_by.is_some()));
-        let limit = action.concurrency.map_or(s.max_concurrency, |n| n.clamp(1, s.max_concurrency));
+        // What the barrier means for a service (docs/tower.md §The barrier for a service).
+        // Reject mode: requests in the layer are requests in service, and each is admitted
+        // under the limit by the gate word's compare-and-swap, so capping the limit at
+        // ⌊θ·Q⌋ holds the barrier deterministically: the nominal controller runs alone, and
+        // no share of traffic is shed for a margin a request/response service does not
+        // need. Queue mode: what waits is not decided per request, and the safety filter
+        // acts on it, with the noise it measures (the net change per period).
+        let (action, feasible, filtered) = match s.mode {
+            Mode::Reject => (c.filter.nominal_mut().decide(&obs), true, false),
+            Mode::Queue { .. } => {
+                let action = c.filter.decide(&obs);
+                let (feasible, bound) =
+                    c.filter.last_decision().map_or((true, false), |d| (d.feasible, d.bound_by.is_some()));
+                (action, feasible, bound)
+            }
+        };
+        let wanted = action.concurrency.map_or(s.max_concurrency, |n| n.clamp(1, s.max_concurrency));
+        let limit = wanted.min(s.limit_cap);
+        // Over the limit: the barrier's cap when that is what binds, else the nominal's.
+        let full_reason = if wanted > s.limit_cap { Reason::Barrier } else { Reason::Limit };
         let reason = if !feasible {
             Reason::Backup
-        } else if bound {
+        } else if filtered {
             Reason::Barrier
         } else {
             Reason::Limit
         };
-
         // Shares per class from last period's offered traffic.
         let delta: Vec<u64> = offered.iter().zip(&c.last_offered).map(|(a, b)| a.saturating_sub(*b)).collect();
         let mut shares = vec![1.0; s.classes];
@@ -274,6 +290,7 @@ impl Shared {
         let p = &self.published.0;
         let old_limit = p.limit.swap(limit, Ordering::Relaxed);
         p.shed_reason.store(reason.to_byte(), Ordering::Relaxed);
+        p.full_reason.store(full_reason.to_byte(), Ordering::Relaxed);
         p.retry_after_ns.store((hint * 1e9) as u64, Ordering::Relaxed);
         if limit > old_limit && waiting > 0 {
             self.notify.notify_waiters();
