@@ -44,6 +44,7 @@ pub struct Builder<C = SingleClass> {
     classes: u8,
     reserve: f64,
     capacity: Option<u32>,
+    barrier_requests: Option<u32>,
     timing_sample: u32,
     clock: Option<quanta::Clock>,
     classify: C,
@@ -84,6 +85,7 @@ impl Builder<SingleClass> {
             classes: 1,
             reserve: 0.25,
             capacity: None,
+            barrier_requests: None,
             timing_sample: 256,
             clock: None,
             classify: SingleClass,
@@ -152,13 +154,30 @@ impl<C> Builder<C> {
     /// boundary keeps them at or below `θ·Q`. Default `max_concurrency` plus the queue's
     /// capacity. A boundary's `[barrier] capacity` overrides both.
     ///
-    /// `θ·Q` must be at least [`MIN_BOUNDARY`] requests: the per-step chance constraint
-    /// needs a margin of a few requests for one decision period's arrivals (Bernstein's
-    /// range term `ln(1/ε_step)/3` ≈ 4.7 requests at the default boundary, docs/math.md
-    /// §Chance constraints), so
-    /// with a smaller barrier no admission is ever safe and the backup would reject all.
+    /// In reject mode the limit never exceeds `⌊θ·Q⌋` (70 of the default 100 at `θ = 0.7`),
+    /// which holds the barrier deterministically; `θ·Q` must be at least one request. In
+    /// queue mode it must be at least [`MIN_BOUNDARY`] requests: the filter's per-step
+    /// chance constraint needs a margin of a few requests for one period's arrivals
+    /// (Bernstein's range term `ln(1/ε_step)/3` ≈ 4.7 requests at the default boundary,
+    /// docs/math.md §Chance constraints).
     pub fn capacity(mut self, q: u32) -> Self {
         self.capacity = Some(q);
+        self
+    }
+
+    /// The barrier in requests, the unit a service's owner thinks in: at most `n` requests
+    /// in the layer (in service plus waiting) with the boundary's probability. Sets the
+    /// capacity to `n/θ` (so `θ·Q = n`); overrides [`Builder::capacity`]. In reject mode
+    /// `n` is the most requests ever in the inner service at once.
+    ///
+    /// ```
+    /// use safegate_tower::AdmissionLayer;
+    /// // ConcurrencyLimit(256)'s bound, as a barrier: never more than 256 in service.
+    /// let layer = AdmissionLayer::builder().max_concurrency(256).barrier_requests(256).build().unwrap();
+    /// assert_eq!(layer.snapshot().limit, 256);
+    /// ```
+    pub fn barrier_requests(mut self, n: u32) -> Self {
+        self.barrier_requests = Some(n);
         self
     }
 
@@ -215,6 +234,7 @@ impl<C> Builder<C> {
             classes: self.classes,
             reserve: self.reserve,
             capacity: self.capacity,
+            barrier_requests: self.barrier_requests,
             timing_sample: self.timing_sample,
             clock: self.clock,
             classify,
@@ -256,8 +276,16 @@ impl<C> Builder<C> {
                 capacity
             }
         };
-        let boundary = self.boundary?;
-        let capacity = self.capacity.map_or(f64::from(self.max_concurrency) + f64::from(queue_cap), f64::from);
+        let mut boundary = self.boundary?;
+        let mut capacity = self.capacity.map_or(f64::from(self.max_concurrency) + f64::from(queue_cap), f64::from);
+        if let Some(n) = self.barrier_requests {
+            if !(1..=100_000_000).contains(&n) {
+                return setting("barrier_requests", n.to_string(), "[1, 100000000]");
+            }
+            // θ·Q = n; a hair above so that ⌊θ·Q⌋ is n despite rounding.
+            capacity = f64::from(n) / boundary.barrier.threshold * (1.0 + 1e-12);
+            boundary.barrier.capacity = Some(capacity);
+        }
         let mut cfg = boundary.safety_config(capacity)?;
         if let Some(ci) = cfg.concurrency.as_mut() {
             ci.executors = self.max_concurrency;

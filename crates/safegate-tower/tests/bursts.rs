@@ -81,7 +81,12 @@ fn every_burst_after_a_pause_gets_what_the_first_got() {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
     let reject = rt.block_on(bursts(AdmissionLayer::builder().max_concurrency(16).capacity(200).build().unwrap()));
     let queue = rt.block_on(bursts(
-        AdmissionLayer::builder().max_concurrency(16).queue(32, Duration::from_millis(100)).capacity(200).build().unwrap(),
+        AdmissionLayer::builder()
+            .max_concurrency(16)
+            .queue(32, Duration::from_millis(100))
+            .capacity(200)
+            .build()
+            .unwrap(),
     ));
     check("reject mode", &reject);
     check("queue mode", &queue);
