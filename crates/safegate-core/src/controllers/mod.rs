@@ -106,6 +106,7 @@ registry! {
     Aimd           => "aimd",            aimd,            Aimd,           AimdConfig,           limit;
     EnvoyGradient  => "envoy-gradient",  envoy_gradient,  EnvoyGradient,  EnvoyGradientConfig,  limit;
     Static         => "static",          static_limit,    StaticLimit,    StaticConfig,         limit;
+    Peak           => "peak",            peak,            Peak,           PeakConfig,           limit;
     Credits        => "credits",         credits,         Credits,        CreditsConfig,        admission;
     PriorityLevels => "priority-levels", priority_levels, PriorityLevels, PriorityLevelsConfig, admission;
     SreThrottle    => "sre-throttle",    sre_throttle,    SreThrottle,    SreThrottleConfig,    admission;
