@@ -542,6 +542,7 @@ impl Policy for Peak {
 mod tests {
     use super::super::testing::assert_survives_garbage;
     use super::*;
+    use crate::estimators::test_rng::SplitMix;
 
     /// A backend whose service time grows past a knee: `base·max(1, (n/knee)²)`
     /// (collapsing: throughput `n/S(n)` peaks at the knee and falls as `knee²/(base·n)`)
@@ -577,6 +578,9 @@ mod tests {
         n: f64,
         lambda: f64,
         backend: Backend,
+        /// Multiplicative noise on each step's completions, uniform in `1 ± noise`.
+        noise: f64,
+        rng: SplitMix,
     }
 
     const DT: f64 = 0.001;
@@ -623,7 +627,7 @@ mod tests {
 
     impl Model {
         fn new(lambda: f64, backend: Backend) -> Self {
-            Self { obs: Observation::new(0.0, 0.0, 256.0), n: 0.0, lambda, backend }
+            Self { obs: Observation::new(0.0, 0.0, 256.0), n: 0.0, lambda, backend, noise: 0.0, rng: SplitMix(11) }
         }
 
         /// Run `p` until `until` seconds, deciding every `every` steps; the limit in force
@@ -633,7 +637,8 @@ mod tests {
             while self.obs.now < until - 1e-9 {
                 let limit = f64::from(p.limit());
                 let s = self.backend.service(self.n);
-                let done = (self.n * DT / s).min(self.n);
+                let jitter = 1.0 + self.noise * (2.0 * self.rng.next_f64() - 1.0);
+                let done = (self.n * DT / s * jitter).min(self.n);
                 self.n -= done;
                 let arrivals = self.lambda * DT;
                 let admit = arrivals.min((limit - self.n).max(0.0));
@@ -705,6 +710,26 @@ mod tests {
                     assert!(share >= 0.9, "{share}");
                 }
             }
+        }
+    }
+
+    /// The same with every millisecond's completions off by up to ±50 % (uniform): a
+    /// period's rate is off by ~2 %, so probes see noise near the tolerance.
+    #[test]
+    fn a_noisy_backend_still_settles_at_the_knee() {
+        let b = Backend::collapsing(0.01, 32.0);
+        for (load, seed) in [(1.5, 1), (3.0, 2), (3.0, 3)] {
+            let mut p = pool(Actuator::Executors);
+            let mut m = Model::new(load * b.peak(), b);
+            m.noise = 0.5;
+            m.rng = SplitMix(seed);
+            let mut t = Trace::default();
+            m.run(&mut p, 10.0, 1, &mut t);
+            let (lo, hi) = t.range(2.5, 10.0);
+            let share = t.throughput(2.5, 10.0) / b.peak();
+            println!("noisy/{load}x/seed {seed}: limits [{lo}, {hi}] over 2.5–10 s, {:.1} % of peak", 100.0 * share);
+            assert!(lo as f64 >= 25.6 && hi as f64 <= 40.0, "limits [{lo}, {hi}]");
+            assert!(share >= 0.9, "{share}");
         }
     }
 
