@@ -12,6 +12,7 @@
 //! | `aimd` | [`Aimd`] | Netflix concurrency-limits `AIMDLimit` | drop (full backlog) or RTT > timeout | [`Actuator`] | limit 20 in [20, 200], backoff 0.9, timeout 5 s |
 //! | `envoy-gradient` | [`EnvoyGradient`] | Envoy adaptive concurrency filter, gradient controller | window mean RTT vs periodic minRTT | [`Actuator`] | update 0.1 s, minRTT every 60 s over 50 requests at concurrency 3, buffer 25 %, max 1000, no jitter |
 //! | `static` | [`StaticLimit`] | tower `ConcurrencyLimit` | none | [`Actuator`] | 20 in flight (executors: the pool size) |
+//! | `peak` | [`Peak`] | this project (throughput hill climb; see [`peak`]) | delivered rate `Δcompleted/Δt` while saturated, per limit | [`Actuator`] | start 8 in [1, 1000] (executors: [1, pool]), slow start ×2, then probes ±10 % on a geometric grid, tolerance 3 %, trials of 2 periods (hold 4) and ≥ 32 completions, bins forgotten after 3 s |
 //! | `credits` | [`Credits`] | Breakwater (Cho et al., OSDI 2020) | oldest request's queueing delay | admission only | target 0.2 s, +1 credit/update, β = 0.02, factor ≥ 0.5, overcommit 1 |
 //! | `priority-levels` | [`PriorityLevels`] | DAGOR (Zhou et al., SoCC 2018) | mean queueing time | admission only (per-request levels) | 128 × 128 levels, threshold 20 ms, α = 5 %, β = 1 %, window 1 s or 2000 requests |
 //! | `sre-throttle` | [`SreThrottle`] | Google SRE book, "Handling Overload" | requests vs accepts | admission only | K = 2, window 120 s |
@@ -106,6 +107,7 @@ registry! {
     Aimd           => "aimd",            aimd,            Aimd,           AimdConfig,           limit;
     EnvoyGradient  => "envoy-gradient",  envoy_gradient,  EnvoyGradient,  EnvoyGradientConfig,  limit;
     Static         => "static",          static_limit,    StaticLimit,    StaticConfig,         limit;
+    Peak           => "peak",            peak,            Peak,           PeakConfig,           limit;
     Credits        => "credits",         credits,         Credits,        CreditsConfig,        admission;
     PriorityLevels => "priority-levels", priority_levels, PriorityLevels, PriorityLevelsConfig, admission;
     SreThrottle    => "sre-throttle",    sre_throttle,    SreThrottle,    SreThrottleConfig,    admission;
