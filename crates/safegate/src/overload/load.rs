@@ -27,10 +27,6 @@ use tower::{Service, ServiceExt};
 use super::backend::Health;
 use super::stacks::Stack;
 
-/// Most requests spawned and not yet finished while the generator issues as fast as it
-/// can (`fast-max`): the machine's task queue, not its memory, bounds the offered rate.
-/// Far above the limits compared (256), so a limiter still meets more than it admits.
-const MAX_OUTSTANDING: u64 = 16_384;
 /// Requests spawned per turn of the as-fast-as-possible generator before it yields.
 const MAX_BATCH: u64 = 64;
 
@@ -49,8 +45,11 @@ pub(crate) enum Arrivals {
 pub(crate) enum Rate {
     /// This many requests per second.
     PerSec(f64),
-    /// As fast as the generator can, at most `cap` requests in the segment.
-    Max { cap: u64 },
+    /// As fast as the generator can, at most `cap` requests in the segment and at most
+    /// `outstanding` spawned and not yet finished (without that bound the runtime's task
+    /// queue, not any limiter, would hold the excess: tens of thousands of requests
+    /// "in flight" that are only waiting for a core).
+    Max { cap: u64, outstanding: u64 },
 }
 
 /// A stretch of load: requests arriving in `[start, end)` seconds of the run.
@@ -160,6 +159,7 @@ struct Recorder {
     /// Good responses by the segment of their arrival.
     good_segments: Vec<AtomicU64>,
     sent_segments: Vec<AtomicU64>,
+    reasons: [AtomicU64; SHED_REASONS.len()],
     latency: Histogram,
 }
 
@@ -179,15 +179,25 @@ pub(crate) struct Measured {
     /// Seconds each segment lasted: as planned, or for an as-fast-as-possible segment
     /// until its cap or its end.
     pub(crate) segment_secs: Vec<f64>,
+    /// Rejections by reason, in the order of [`SHED_REASONS`].
+    pub(crate) shed_reasons: [u64; SHED_REASONS.len()],
     /// Latency quantiles of the answered requests [ms], `None` when none was answered.
     pub(crate) p50_ms: Option<f64>,
     pub(crate) p99_ms: Option<f64>,
 }
 
-/// Whether `e` is a limiter's rejection (safegate's `Overloaded`, or tower's `LoadShed`
-/// over a limiter that was not ready) rather than a failure.
-fn is_shed(e: &BoxError) -> bool {
-    e.is::<safegate_tower::Overloaded>() || e.is::<tower::load_shed::error::Overloaded>()
+/// The labels of [`shed_reason`], in the order of [`Measured::shed_reasons`]: safegate's
+/// reasons (`Reason::ALL`), then tower's `LoadShed`.
+pub(crate) const SHED_REASONS: [&str; 5] = ["limit", "barrier", "backup", "deadline", "load-shed"];
+
+/// Whether `e` is a limiter's rejection, and why: the index in [`SHED_REASONS`] of
+/// safegate's `Overloaded` reason, or of tower's `LoadShed` over a limiter that was not
+/// ready; `None` for a failure.
+fn shed_reason(e: &BoxError) -> Option<usize> {
+    if let Some(o) = e.downcast_ref::<safegate_tower::Overloaded>() {
+        return SHED_REASONS.iter().position(|r| *r == o.reason.as_str());
+    }
+    e.is::<tower::load_shed::error::Overloaded>().then_some(SHED_REASONS.len() - 1)
 }
 
 /// Start one request scheduled at `at` (`offset` seconds into the run, in `segment`).
@@ -219,12 +229,15 @@ fn launch(stack: &Stack, rec: &Arc<Recorder>, client: &Client, at: Instant, offs
                     }
                 }
             }
-            Ok(Err(e)) if is_shed(&e) => {
-                rec.rejected.fetch_add(1, Ordering::Relaxed);
-            }
-            Ok(Err(_)) => {
-                rec.failed.fetch_add(1, Ordering::Relaxed);
-            }
+            Ok(Err(e)) => match shed_reason(&e) {
+                Some(why) => {
+                    rec.rejected.fetch_add(1, Ordering::Relaxed);
+                    rec.reasons[why].fetch_add(1, Ordering::Relaxed);
+                }
+                None => {
+                    rec.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            },
         }
         rec.done.fetch_add(1, Ordering::Release);
     });
@@ -253,6 +266,7 @@ pub(crate) async fn drive(
         good_bins: (0..seconds).map(|_| AtomicU32::new(0)).collect(),
         good_segments: (0..nseg).map(|_| AtomicU64::new(0)).collect(),
         sent_segments: (0..nseg).map(|_| AtomicU64::new(0)).collect(),
+        reasons: Default::default(),
         latency: Histogram::new(),
     });
     let start = Instant::now();
@@ -294,14 +308,14 @@ pub(crate) async fn drive(
                 tokio::time::sleep_until(start + Duration::from_secs_f64(seg.end)).await;
                 segment_secs.push(seg.end - seg.start);
             }
-            Rate::Max { cap } => {
+            Rate::Max { cap, outstanding: most } => {
                 tokio::time::sleep_until(start + Duration::from_secs_f64(seg.start)).await;
                 let seg_start = Instant::now();
                 let end = start + Duration::from_secs_f64(seg.end);
                 let mut sent = 0u64;
                 while sent < cap && Instant::now() < end {
                     let outstanding = rec.sent.load(Ordering::Relaxed) - rec.done.load(Ordering::Acquire);
-                    let batch = MAX_BATCH.min(cap - sent).min(MAX_OUTSTANDING.saturating_sub(outstanding));
+                    let batch = MAX_BATCH.min(cap - sent).min(most.saturating_sub(outstanding));
                     let now = Instant::now();
                     let offset = (now - start).as_secs_f64();
                     for _ in 0..batch {
@@ -342,6 +356,7 @@ pub(crate) async fn drive(
         good_per_segment: rec.good_segments.iter().map(load).collect(),
         sent_per_segment: rec.sent_segments.iter().map(load).collect(),
         segment_secs,
+        shed_reasons: rec.reasons.each_ref().map(load),
         p50_ms: rec.latency.quantile_ms(0.5),
         p99_ms: rec.latency.quantile_ms(0.99),
     }

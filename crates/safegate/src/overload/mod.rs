@@ -81,6 +81,11 @@ pub(crate) struct OverloadArgs {
     /// fast-max: most requests the as-fast-as-possible generator offers in a run.
     #[arg(long, default_value_t = 10_000_000, value_name = "N")]
     fast_cap: u64,
+    /// fast-max: most requests outstanding (spawned, not finished). The default, under the
+    /// 256 every limiter allows, means a fixed limit of 256 can never bind: any shedding
+    /// is the controller's own choice. Raise it past 256 to make the limits bind.
+    #[arg(long, default_value_t = 128, value_name = "N")]
+    fast_outstanding: u64,
     /// Pause between runs.
     #[arg(long, default_value_t = 500, value_name = "MS")]
     pause_ms: u64,
@@ -150,6 +155,7 @@ struct Settings {
     workers: usize,
     health: f64,
     fast_cap: u64,
+    fast_outstanding: u64,
     pause: Duration,
 }
 
@@ -195,6 +201,8 @@ impl Settings {
             workers: count("--workers", a.workers, 100_000)?,
             health: positive("--health", a.health, 100.0)?,
             fast_cap,
+            fast_outstanding: count("--fast-outstanding", a.fast_outstanding.try_into().unwrap_or(usize::MAX), 1_000_000)?
+                as u64,
             pause: Duration::from_millis(a.pause_ms.min(60_000)),
         })
     }
@@ -262,9 +270,12 @@ impl Settings {
                 format!("open loop at 3× peak ({:.0} req/s) for {} s", 3.0 * peak, self.secs),
             ),
             Scenario::FastMax => (
-                one(Rate::Max { cap: self.fast_cap }),
+                one(Rate::Max { cap: self.fast_cap, outstanding: self.fast_outstanding }),
                 Shape::Plain,
-                format!("as fast as the generator can for {} s (at most {} requests)", self.secs, self.fast_cap),
+                format!(
+                    "as fast as the generator can for {} s (at most {} requests, {} outstanding)",
+                    self.secs, self.fast_cap, self.fast_outstanding
+                ),
             ),
             Scenario::Bursts => {
                 let period = self.burst_secs + self.burst_gap;
@@ -313,7 +324,7 @@ impl Settings {
             .iter()
             .map(|g| match g.rate {
                 Rate::PerSec(r) => r * (g.end - g.start),
-                Rate::Max { cap } => cap as f64,
+                Rate::Max { cap, .. } => cap as f64,
             })
             .sum();
         let flag = if s == Scenario::Bursts { "--burst-secs" } else { "--secs" };
@@ -369,9 +380,9 @@ fn run_one(
     };
     let Some(stack) = stack else { return Ok(None) };
     let segments: Vec<(f64, f64)> = plan.segments.iter().map(|g| (g.start, g.end)).collect();
-    let measured = rt
-        .block_on(tokio::spawn(load::drive(stack, plan, set.client, health, pb.clone(), progress_base)))
-        .context("the load generator panicked")?;
+    // The generator is a task on the runtime's workers, like the requests it spawns.
+    let generator = rt.spawn(load::drive(stack, plan, set.client, health, pb.clone(), progress_base));
+    let measured = rt.block_on(generator).context("the load generator panicked")?;
     rt.shutdown_timeout(Duration::from_secs(1));
     Ok(Some(report::figures(&measured, shape, &segments)))
 }
@@ -444,6 +455,7 @@ pub(crate) fn run(a: &OverloadArgs) -> Result<ExitCode> {
             "workers": set.workers,
             "health": set.health,
             "fast_cap": set.fast_cap,
+            "fast_outstanding": set.fast_outstanding,
             "max_concurrency": LOOSE_LIMIT,
             "peers_built": cfg!(feature = "peers"),
         });

@@ -10,7 +10,9 @@
 
 use serde::Serialize;
 
-use super::load::Measured;
+use std::collections::BTreeMap;
+
+use super::load::{Measured, SHED_REASONS};
 
 /// Tolerance of the settle time: within 10 % of the late mean.
 const SETTLE_TOLERANCE: f64 = 0.1;
@@ -64,6 +66,9 @@ pub(crate) struct Figures {
     pub(crate) ok: u64,
     pub(crate) good: u64,
     pub(crate) rejected: u64,
+    /// Rejections by reason (safegate's `limit`, `barrier`, `backup`, `deadline`; tower's
+    /// `load-shed`), those seen only.
+    pub(crate) shed_reasons: BTreeMap<&'static str, u64>,
     pub(crate) timeouts: u64,
     pub(crate) failed: u64,
     pub(crate) p50_ms: Option<f64>,
@@ -172,6 +177,7 @@ pub(crate) fn figures(m: &Measured, shape: Shape, segments: &[(f64, f64)]) -> Fi
         ok: m.ok,
         good: m.good,
         rejected: m.rejected,
+        shed_reasons: SHED_REASONS.iter().zip(m.shed_reasons).filter(|(_, n)| *n > 0).map(|(r, n)| (*r, n)).collect(),
         timeouts: m.timeouts,
         failed: m.failed,
         p50_ms: m.p50_ms,
@@ -206,6 +212,11 @@ fn opt(x: Option<f64>, prec: usize) -> String {
     x.map_or_else(|| "—".to_string(), |v| format!("{v:.prec$}"))
 }
 
+/// The reason behind most rejections, `-` when none.
+fn main_reason(f: &Figures) -> &'static str {
+    f.shed_reasons.iter().max_by_key(|(_, n)| **n).map_or("-", |(r, _)| r)
+}
+
 /// One scenario's table.
 pub(crate) fn print_table(s: &ScenarioReport) {
     println!("## {}: {}; {}", s.name, s.backend, s.load);
@@ -215,8 +226,8 @@ pub(crate) fn print_table(s: &ScenarioReport) {
         _ => "",
     };
     println!(
-        "{:<24} {:>9} {:>9} {:>6} {:>6} {:>8} {:>8} {:>8} {:>7}{extra}",
-        "stack", "offered/s", "goodput/s", "÷orcl", "shed%", "timeouts", "p50 ms", "p99 ms", "settle"
+        "{:<24} {:>9} {:>9} {:>7} {:>6} {:<9} {:>8} {:>8} {:>8} {:>7}{extra}",
+        "stack", "offered/s", "goodput/s", "÷oracle", "shed%", "shed by", "timeouts", "p50 ms", "p99 ms", "settle"
     );
     for r in &s.runs {
         let mark = if s.oracle.as_deref() == Some(&r.stack) {
@@ -245,12 +256,13 @@ pub(crate) fn print_table(s: &ScenarioReport) {
             tail = format!("  {:>8.0} {:>8.0}", st.goodput_before_rps, st.goodput_after_rps);
         }
         println!(
-            "{:<24} {:>9.0} {:>9.0} {:>6} {:>6.1} {:>8} {:>8} {:>8} {:>7}{tail}{mark}",
+            "{:<24} {:>9.0} {:>9.0} {:>7} {:>6.1} {:<9} {:>8} {:>8} {:>8} {:>7}{tail}{mark}",
             r.stack,
             f.offered_rps,
             f.goodput_rps,
             opt(f.goodput_vs_oracle, 2),
             100.0 * f.shed_share,
+            main_reason(f),
             f.timeouts,
             opt(f.p50_ms, 1),
             opt(f.p99_ms, 1),
