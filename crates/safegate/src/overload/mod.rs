@@ -201,8 +201,11 @@ impl Settings {
             workers: count("--workers", a.workers, 100_000)?,
             health: positive("--health", a.health, 100.0)?,
             fast_cap,
-            fast_outstanding: count("--fast-outstanding", a.fast_outstanding.try_into().unwrap_or(usize::MAX), 1_000_000)?
-                as u64,
+            fast_outstanding: count(
+                "--fast-outstanding",
+                a.fast_outstanding.try_into().unwrap_or(usize::MAX),
+                1_000_000,
+            )? as u64,
             pause: Duration::from_millis(a.pause_ms.min(60_000)),
         })
     }
@@ -257,7 +260,8 @@ impl Settings {
     /// The scenario's schedule, what its figures look like, and its load in words.
     fn plan(&self, s: Scenario) -> (Plan, Shape, String) {
         let peak = self.peak(s.backend()).unwrap_or(0.0);
-        let one = |rate: Rate| Plan { segments: vec![Segment { start: 0.0, end: self.secs, rate }], health_steps: vec![] };
+        let one =
+            |rate: Rate| Plan { segments: vec![Segment { start: 0.0, end: self.secs, rate }], health_steps: vec![] };
         match s {
             Scenario::Collapse15 | Scenario::Queueing15 => (
                 one(Rate::PerSec(OVERLOAD * peak)),
@@ -299,8 +303,7 @@ impl Settings {
             Scenario::HealthStep => {
                 let at = self.secs / 2.0;
                 let rate = Rate::PerSec(OVERLOAD * peak);
-                let segments =
-                    vec![Segment { start: 0.0, end: at, rate }, Segment { start: at, end: self.secs, rate }];
+                let segments = vec![Segment { start: 0.0, end: at, rate }, Segment { start: at, end: self.secs, rate }];
                 (
                     Plan { segments, health_steps: vec![(at, self.health * 0.5)] },
                     Shape::Step { at },

@@ -110,7 +110,9 @@ pub(crate) enum Shape {
     /// Every segment is a burst.
     Bursts,
     /// Two segments, the health step between them at `at` seconds.
-    Step { at: f64 },
+    Step {
+        at: f64,
+    },
 }
 
 /// The settle time of per-second counts `bins`: the first index from which every bin is
@@ -163,8 +165,12 @@ pub(crate) fn figures(m: &Measured, shape: Shape, segments: &[(f64, f64)]) -> Fi
         Shape::Step { at } => {
             let end = segments.last().map_or(at, |s| s.1);
             let after = settle_within(&m.good_per_second, at, end);
-            let step =
-                Step { at_s: at, goodput_before_rps: seg_good(0), goodput_after_rps: seg_good(1), settle_after_s: after };
+            let step = Step {
+                at_s: at,
+                goodput_before_rps: seg_good(0),
+                goodput_after_rps: seg_good(1),
+                settle_after_s: after,
+            };
             (after, None, Some(step))
         }
     };
