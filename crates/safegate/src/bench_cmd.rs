@@ -41,6 +41,8 @@ pub(crate) struct BenchArgs {
 enum BenchWhat {
     /// Nanoseconds per request of the admission layer vs tower's ConcurrencyLimit and a no-op.
     Overhead(OverheadArgs),
+    /// Admission-control stacks side by side under open-loop overload on in-process backends.
+    Overload(crate::overload::OverloadArgs),
 }
 
 /// Flags of `safegate bench overhead`.
@@ -262,7 +264,10 @@ fn measure(cases: &[(&'static str, Case)], n: u64, rounds: usize, two: bool) -> 
 
 /// `safegate bench …`.
 pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
-    let BenchWhat::Overhead(a) = &args.what;
+    let a = match &args.what {
+        BenchWhat::Overhead(a) => a,
+        BenchWhat::Overload(a) => return crate::overload::run(a),
+    };
     if a.requests == 0 || a.rounds == 0 {
         bail!("--requests and --rounds must be at least 1");
     }

@@ -13,6 +13,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod overload;
 mod policy_arg;
 mod progress;
 mod reproduce_cmd;
@@ -48,7 +49,8 @@ enum Command {
     Detect(detect_cmd::DetectArgs),
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
     Compare(Box<compare_cmd::CompareArgs>),
-    /// Benchmarks on this machine: `bench overhead`, the tower layer's cost per request.
+    /// Benchmarks on this machine: `bench overhead`, the tower layer's cost per request;
+    /// `bench overload`, limiters side by side under overload.
     Bench(bench_cmd::BenchArgs),
 }
 
