@@ -68,17 +68,18 @@ impl Default for Builder<SingleClass> {
 }
 
 impl Builder<SingleClass> {
-    /// The defaults: the `vegas` controller (Netflix concurrency-limits `VegasLimit`) under
-    /// the default boundary (`θ = 0.7`, `ε = 1 %` over 600 s, Bernstein, 50 ms decisions),
+    /// The defaults: the `peak` controller (climbs delivered throughput to the top of the
+    /// service curve; chosen by `safegate bench overload`) under the default boundary (`θ = 0.7`, `ε = 1 %` over 600 s, Bernstein, 50 ms decisions),
     /// at most 100 requests in service, reject mode, one class.
     pub fn new() -> Self {
         Builder {
             boundary: Ok(Boundary::default()),
-            // Not gradient2 (Netflix's default): a service that starts overloaded gives it a
-            // long-term RTT that is already the overloaded one, so it sees no gradient and
-            // keeps the limit at the maximum (measured in tests/e2e.rs: goodput 30 % of
-            // peak with gradient2, 70 % with vegas, whose baseline is the minimum RTT).
-            nominal: Nominal::Kind(Ok(ControllerKind::Vegas)),
+            // Chosen by measurement (`safegate bench overload`, BENCHMARKS.md): `peak`
+            // climbs delivered throughput to the top of the service curve; the ported
+            // latency limiters start at the maximum, deep in a collapsing backend's
+            // collapse, and their RTT baselines are taken there (vegas and gradient2 held
+            // 0.01–0.08 of the best fixed limit's goodput; envoy-gradient 0.8).
+            nominal: Nominal::Kind(Ok(ControllerKind::Peak)),
             max_concurrency: 100,
             mode: Mode::Reject,
             dry_run: false,

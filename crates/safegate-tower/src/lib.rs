@@ -2,13 +2,16 @@
 //! control-barrier-function filter, for axum, tonic and hyper services.
 //!
 //! An [`AdmissionLayer`] wraps a service in [`Admission`]: every request is admitted,
-//! queued or rejected with a typed [`Overloaded`] error. Underneath sits the core's
-//! [`SafetyFilter`](safegate_core::safety::SafetyFilter): any nominal controller
-//! (`vegas` by default; `gradient2`, `aimd`, `envoy-gradient`, `static`, `credits`,
-//! `priority-levels`, `sre-throttle`) proposes a concurrency limit and an admission share,
-//! and the filter changes the share only as much as the boundary requires to keep the
-//! requests in the layer (in service plus waiting) at or below `θ·Q` with the boundary's
-//! probability, falling back to its backup (reject all) where nothing is safe.
+//! queued or rejected with a typed [`Overloaded`] error. A nominal controller (`peak` by
+//! default; `vegas`, `gradient2`, `aimd`, `envoy-gradient`, `static`, `credits`,
+//! `priority-levels`, `sre-throttle`) proposes a concurrency limit and an admission share.
+//! The boundary keeps the requests in the layer (in service plus waiting) at or below
+//! `θ·Q`: in reject mode by capping the limit at `⌊θ·Q⌋` (each request is admitted under
+//! the limit by one compare-and-swap, so that holds deterministically); in queue mode
+//! through the core's [`SafetyFilter`](safegate_core::safety::SafetyFilter), which changes
+//! the share only as much as the boundary requires for what waits, with the noise it
+//! measures from the service, falling back to its backup (reject all) where nothing is
+//! safe (`docs/tower.md`, "What the barrier means for a service").
 //!
 //! # The model of a service
 //!
@@ -47,7 +50,7 @@
 //! let layer = AdmissionLayer::builder()
 //!     .controller("static")   // a fixed limit, for the example
 //!     .max_concurrency(2)     // two requests in service at most
-//!     .capacity(100)          // the barrier's Q (θ·Q must be ≥ 10 requests)
+//!     .capacity(100)          // the barrier's Q: at most ⌊0.7·100⌋ in service
 //!     .build()?;
 //! let svc = layer.layer(service_fn(|x: u32| async move { Ok::<_, Infallible>(x * 2) }));
 //!

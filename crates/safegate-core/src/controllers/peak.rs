@@ -89,6 +89,9 @@ const MAX_SETTLE_PERIODS: u32 = 10;
 /// what it has).
 const MAX_TRIAL_PERIODS: u32 = 40;
 
+/// Most doublings of the hold between probe rounds (4 periods → 64 at most: 3.2 s at 50 ms).
+const MAX_CALM: u32 = 4;
+
 /// Configuration of [`Peak`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PeakConfig {
@@ -241,6 +244,10 @@ pub struct Peak {
     up: bool,
     stride: usize,
     losses: u8,
+    /// Probe rounds in a row that confirmed home: each doubles the next hold, up to
+    /// `2^MAX_CALM` times `hold_periods` (probing costs throughput; a settled climb probes
+    /// less often). Reset by a move, an app-limited trial or a shift of home's rate.
+    calm: u32,
     stage: Stage,
     trial: Trial,
     trial_len: u32,
@@ -277,6 +284,7 @@ impl Peak {
             up: true,
             stride: 1,
             losses: 0,
+            calm: 0,
             stage: Stage::Measure,
             trial: Trial::default(),
             trial_len: cfg.trial_periods,
@@ -430,6 +438,7 @@ impl Peak {
         if win {
             self.home = i;
             self.losses = 0;
+            self.calm = 0;
             if !self.slow_start {
                 self.stride = (2 * self.stride).min(self.max_stride);
             }
@@ -447,7 +456,9 @@ impl Peak {
         self.stride = 1;
         if self.losses >= 2 {
             self.losses = 0;
-            self.go(self.home, self.cfg.hold_periods);
+            let hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM));
+            self.calm += 1;
+            self.go(self.home, hold);
         } else {
             self.next_probe();
         }
@@ -462,6 +473,7 @@ impl Peak {
         }
         self.home = h;
         self.losses = 0;
+        self.calm = 0;
         if !self.slow_start {
             self.up = true;
             self.stride = 1;
@@ -489,7 +501,17 @@ impl Peak {
                 t.busy += busy;
                 t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
                 let enough = t.periods >= self.trial_len && t.completed >= self.cfg.min_completions;
-                if enough || t.periods >= MAX_TRIAL_PERIODS {
+                // A long hold at home ends early when home's rate moves off its record (a
+                // health change): the climb starts probing again at once.
+                let (rate, periods, done) = (t.completed / t.elapsed, t.periods, t.completed);
+                let shifted = self.target == self.home
+                    && periods >= self.cfg.trial_periods
+                    && done >= self.cfg.min_completions
+                    && self.usable(self.home, obs.now).is_some_and(|h| (rate - h).abs() > self.cfg.shift * rate.max(h));
+                if shifted {
+                    self.calm = 0;
+                }
+                if enough || shifted || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
                     self.finish_trial(obs.now);
                 }
             }

@@ -19,7 +19,7 @@ pub struct AdmissionLayer<C = SingleClass> {
 }
 
 impl AdmissionLayer<SingleClass> {
-    /// A builder with the defaults: `vegas` under the default boundary, reject mode,
+    /// A builder with the defaults: `peak` under the default boundary, reject mode,
     /// at most 100 requests in service, one class.
     pub fn builder() -> crate::Builder<SingleClass> {
         crate::Builder::new()
