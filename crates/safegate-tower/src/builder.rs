@@ -296,12 +296,6 @@ impl<C> Builder<C> {
         if boundary.disturbance.noise.is_none() {
             cfg.noise = NoiseSource::Measured.for_window(cfg.window);
         }
-        let period = boundary.decision.period;
-        let setting = Setting { capacity, executors: self.max_concurrency, period };
-        let nominal = match self.nominal {
-            Nominal::Kind(kind) => kind?.build(Actuator::Executors, &setting),
-            Nominal::Policy(p) => p,
-        };
         let barrier_boundary = cfg.barrier.boundary();
         let limit_cap = match self.mode {
             // Reject mode holds the barrier by the limit itself: at most ⌊θ·Q⌋ in service.
@@ -325,6 +319,15 @@ impl<C> Builder<C> {
                 }
                 self.max_concurrency
             }
+        };
+        let period = boundary.decision.period;
+        // The controller's range is the limit the layer can enforce: ⌊θ·Q⌋ in reject mode (a
+        // controller that asked for more would never see its limit filled, and read every
+        // period as app-limited).
+        let setting = Setting { capacity, executors: limit_cap, period };
+        let nominal = match self.nominal {
+            Nominal::Kind(kind) => kind?.build(Actuator::Executors, &setting),
+            Nominal::Policy(p) => p,
         };
         let filter = SafetyFilter::new(cfg, nominal).map_err(|e| BuildError::Filter(e.to_string()))?;
         let clock = self.clock.unwrap_or_default();

@@ -77,11 +77,11 @@ pub fn router(handler: Contended, layer: Option<AdmissionLayer>) -> Router {
     }
 }
 
-/// The layer the example and the test use: the default `vegas` under the default boundary, at most
-/// `max` requests in the handler. The barrier's capacity is 200 requests (θ·Q = 140):
-/// with the default 50 ms decisions, the filter's per-period Poisson margin at a few
-/// hundred req/s is some 40 requests, so a barrier of 0.7·`max` would leave no safe
-/// admission (docs/tower.md, "Sizing the barrier").
+/// The layer the example and the tests use: the default controller (`peak`) under the
+/// default boundary, at most `max` requests in the handler. In reject mode the barrier is
+/// held by the limit itself (at most ⌊θ·Q⌋ = ⌊0.7·200⌋ = 140 in service, above `max`), so
+/// the capacity only has to leave the controller its range (docs/tower.md, "What the
+/// barrier means for a service").
 pub fn layer(max: u32) -> AdmissionLayer {
     AdmissionLayer::builder().max_concurrency(max).capacity(200).build().expect("valid settings")
 }
