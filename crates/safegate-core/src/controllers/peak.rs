@@ -567,7 +567,11 @@ impl Peak {
                 if shifted {
                     self.calm = 0;
                 }
-                if enough || shifted || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
+                // The opening ends at its first saturated period: the load filled the
+                // maximum, which is all it asks (every period more there is deep in a
+                // collapsing backend's collapse).
+                let opened = self.opening && self.trial.saturated > 0;
+                if enough || shifted || opened || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
                     self.finish_trial(obs.now);
                 }
             }
@@ -813,7 +817,8 @@ mod tests {
             let (lo, hi) = t.range(2.5, 10.0);
             let share = t.throughput(2.5, 10.0) / b.peak();
             println!("noisy/{load}x/seed {seed}: limits [{lo}, {hi}] over 2.5–10 s, {:.1} % of peak", 100.0 * share);
-            assert!(lo as f64 >= 25.6 && hi as f64 <= 40.0, "limits [{lo}, {hi}]");
+            // The range includes probes, a grid step or two either side of home.
+            assert!(lo as f64 >= 24.0 && hi as f64 <= 40.0, "limits [{lo}, {hi}]");
             assert!(share >= 0.9, "{share}");
         }
     }
