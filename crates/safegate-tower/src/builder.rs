@@ -291,8 +291,8 @@ impl<C> Builder<C> {
         if let Some(ci) = cfg.concurrency.as_mut() {
             ci.executors = self.max_concurrency;
         }
-        // A service's noise is measured, not assumed Poisson (docs/tower.md §The barrier for
-        // a service), unless the boundary file says which.
+        // A service's noise is measured, not assumed Poisson (docs/tower.md §What the
+        // barrier means for a service), unless the boundary file says which.
         if boundary.disturbance.noise.is_none() {
             cfg.noise = NoiseSource::Measured.for_window(cfg.window);
         }

@@ -241,7 +241,7 @@ impl Shared {
         obs.latency_total = c.totals.latency;
         obs.wait_total = c.totals.wait;
 
-        // What the barrier means for a service (docs/tower.md §The barrier for a service).
+        // docs/tower.md §What the barrier means for a service.
         // Reject mode: requests in the layer are requests in service, and each is admitted
         // under the limit by the gate word's compare-and-swap, so capping the limit at
         // ⌊θ·Q⌋ holds the barrier deterministically: the nominal controller runs alone, and
