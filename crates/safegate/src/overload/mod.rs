@@ -206,7 +206,11 @@ impl Settings {
                 a.fast_outstanding.try_into().unwrap_or(usize::MAX),
                 1_000_000,
             )? as u64,
-            pause: Duration::from_millis(a.pause_ms.min(60_000)),
+            pause: Duration::from_millis(if a.pause_ms <= 60_000 {
+                a.pause_ms
+            } else {
+                bail!(RangeError::new("--pause-ms", a.pause_ms, "[0, 60000]"))
+            }),
         })
     }
 
