@@ -40,8 +40,7 @@
 //!
 //! 1. **Slow start** (from `initial`, 8 by default: low, so an overloaded start is not
 //!    deep in collapse): measure home, then probe the grid point nearest `2·home`; while
-//!    the probe delivers more than `(1 + tolerance)` times home it becomes home and the
-//!    next doubling is probed.
+//!    the probe wins (the rule of step 2) it becomes home and the next doubling is probed.
 //! 2. **Hill climb**: probe `home ± s` grid steps (one side, then the other). A probe wins
 //!    when it delivers more than `(1 + tolerance)·home`, or the same within `tolerance`
 //!    and, *below* home, a service time shorter by more than 5 % and `latency_floor` (on a
@@ -60,9 +59,11 @@
 //!    most seen in flight came within `step` of it, so the limit drifts up toward the max
 //!    as the load approaches it and is already out of the way when the load grows.
 //!
-//! Bounds: the limit stays in `[min, max]` ([`Setting::limits`] for the maximum; the start
-//! is `initial`, not the setting's maximum: starting at the top of a collapsing curve is
-//! the failure this controller exists to avoid). On [`Actuator::Executors`] it caps busy
+//! Bounds: the limit stays in `[min, max]` ([`Setting::limits`] for the maximum). It
+//! opens at the maximum and starts the climb at `initial` only once the load fills the
+//! maximum (`open_start`): a load that never fills it is never shed, and an overload is not
+//! left at the top of a collapsing curve, the failure this controller exists to avoid; the
+//! opening ends at its first saturated period. On [`Actuator::Executors`] it caps busy
 //! executors (the tower layer in reject mode: in service); on [`Actuator::InFlight`] it
 //! caps the requests in the system, and throughput is measured the same way.
 //!
@@ -249,8 +250,12 @@ pub struct CurvePoint {
 /// use safegate_core::{Observation, Policy};
 ///
 /// let setting = Setting { capacity: 256.0, executors: 256, period: 0.05 };
-/// let mut p = Peak::new(PeakConfig::for_setting(Actuator::Executors, &setting)).unwrap();
-/// // It starts low, not at the pool's 256.
+/// let cfg = PeakConfig::for_setting(Actuator::Executors, &setting);
+/// // It opens at the maximum: a load that never fills it is never shed …
+/// let mut p = Peak::new(cfg).unwrap();
+/// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(256));
+/// // … and climbs from 8 once one does (or from the start, with the opening off).
+/// let mut p = Peak::new(PeakConfig { open_start: false, ..cfg }).unwrap();
 /// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(8));
 /// ```
 #[derive(Debug, Clone)]
