@@ -109,7 +109,7 @@ impl Histogram {
         (LINEAR + (e - 7) * PER_OCTAVE + (m - PER_OCTAVE)) as usize
     }
 
-    /// The middle of bucket `i` [µs].
+    /// The middle of bucket `i` \[µs\].
     fn value(i: usize) -> f64 {
         let i = i as u64;
         if i < LINEAR {
@@ -126,7 +126,7 @@ impl Histogram {
         self.buckets[Self::index(us)].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// The `p`-quantile [ms], `None` when empty.
+    /// The `p`-quantile \[ms\], `None` when empty.
     fn quantile_ms(&self, p: f64) -> Option<f64> {
         let counts: Vec<u64> = self.buckets.iter().map(|b| b.load(Ordering::Relaxed)).collect();
         let total: u64 = counts.iter().sum();
@@ -181,7 +181,7 @@ pub(crate) struct Measured {
     pub(crate) segment_secs: Vec<f64>,
     /// Rejections by reason, in the order of [`SHED_REASONS`].
     pub(crate) shed_reasons: [u64; SHED_REASONS.len()],
-    /// Latency quantiles of the answered requests [ms], `None` when none was answered.
+    /// Latency quantiles of the answered requests \[ms\], `None` when none was answered.
     pub(crate) p50_ms: Option<f64>,
     pub(crate) p99_ms: Option<f64>,
 }

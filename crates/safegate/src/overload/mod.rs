@@ -27,7 +27,7 @@ use stacks::{StackKind, LOOSE_LIMIT, NOT_BUILT};
 
 /// Most requests one run may offer (`rate × seconds`, or `--fast-cap`).
 const MAX_REQUESTS: f64 = 1e7;
-/// Longest load of one run [s].
+/// Longest load of one run \[s\].
 const MAX_SECS: f64 = 600.0;
 /// The overload factor of the scenarios that are not named for theirs.
 const OVERLOAD: f64 = 1.5;
@@ -41,7 +41,7 @@ pub(crate) struct OverloadArgs {
     scenarios: Vec<String>,
     /// Stacks, comma-separated [default: all]: none, tower-limit-oracle, tower-limit-loose,
     /// acc-vegas, acc-gradient2, acc-aimd, resilience-vegas (--features peers), safegate,
-    /// safegate-<controller> for every controller.
+    /// safegate-NAME for every controller NAME.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     stacks: Vec<String>,
     /// Seconds of load per run (health-step: the step is at half).
