@@ -298,7 +298,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     row("no-op service", s.noop_ns, c.noop_ns);
     row("tower ConcurrencyLimit", s.concurrency_limit_ns, c.concurrency_limit_ns);
     row("tower LoadShed + ConcurrencyLimit", s.load_shed_concurrency_limit_ns, c.load_shed_concurrency_limit_ns);
-    row("safegate Admission (vegas + filter)", s.admission_ns, c.admission_ns);
+    row("safegate Admission (default controller)", s.admission_ns, c.admission_ns);
     match (s.tower_acc_ns, c.tower_acc_ns) {
         (Some(x), Some(y)) => row("tower-acc ConcurrencyLimit (Gradient2)", x, y),
         _ => println!("{:<44} {:>12} {:>16}", "tower-acc", "not built", "(--features tower-acc)"),
