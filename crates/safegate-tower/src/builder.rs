@@ -69,8 +69,9 @@ impl Default for Builder<SingleClass> {
 
 impl Builder<SingleClass> {
     /// The defaults: the `peak` controller (climbs delivered throughput to the top of the
-    /// service curve; chosen by `safegate bench overload`) under the default boundary (`θ = 0.7`, `ε = 1 %` over 600 s, Bernstein, 50 ms decisions),
-    /// at most 100 requests in service, reject mode, one class.
+    /// service curve; chosen by `safegate bench overload`) under the default boundary
+    /// (`θ = 0.7`, `ε = 1 %` over 600 s, Bernstein, 50 ms decisions), at most 100 requests
+    /// in service, reject mode, one class.
     pub fn new() -> Self {
         Builder {
             boundary: Ok(Boundary::default()),

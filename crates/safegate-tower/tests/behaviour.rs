@@ -374,6 +374,32 @@ async fn builder_errors_are_typed() {
     }
 }
 
+/// Four requests per 60-ms period on the mock clock for `periods` periods, into a service
+/// over [`held`] that never answers: the senders that hold them, the admitted requests'
+/// futures (pending), and the reasons of the rejected ones.
+async fn offer_held<S>(
+    svc: &mut S,
+    mock: &quanta::Mock,
+    periods: usize,
+) -> (Vec<oneshot::Sender<()>>, Vec<std::pin::Pin<Box<S::Future>>>, Vec<Reason>)
+where
+    S: Service<oneshot::Receiver<()>, Response = (), Error = BoxError>,
+{
+    let (mut hold, mut futs, mut reasons) = (Vec::new(), Vec::new(), Vec::new());
+    for _period in 0..periods {
+        for _ in 0..4 {
+            let mut f = offer(svc, &mut hold).await;
+            match poll_once(&mut f) {
+                Poll::Pending => futs.push(f),
+                Poll::Ready(Err(e)) => reasons.push(reason(&e)),
+                Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
+            }
+        }
+        mock.increment(Duration::from_millis(60));
+    }
+    (hold, futs, reasons)
+}
+
 /// Reject mode holds the barrier by the limit: requests that never finish fill the service
 /// to exactly ⌊θ·Q⌋ = ⌊0.7·20⌋ = 14, every later one is rejected for the barrier (the
 /// nominal asks for no limit at all), and no share of traffic is shed before that.
@@ -389,20 +415,7 @@ async fn reject_mode_holds_the_barrier_by_the_limit() {
         .build()
         .unwrap();
     let mut svc = layer.layer(held());
-    let mut hold = Vec::new();
-    let mut futs = Vec::new();
-    let mut reasons = Vec::new();
-    for _period in 0..10 {
-        for _ in 0..4 {
-            let mut f = offer(&mut svc, &mut hold).await;
-            match poll_once(&mut f) {
-                Poll::Pending => futs.push(f),
-                Poll::Ready(Err(e)) => reasons.push(reason(&e)),
-                Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
-            }
-        }
-        mock.increment(Duration::from_millis(60));
-    }
+    let (hold, futs, reasons) = offer_held(&mut svc, &mock, 10).await;
     let s = layer.snapshot();
     assert_eq!(futs.len(), 14, "admitted up to the barrier and no further");
     assert_eq!(s.in_flight, 14);
@@ -433,20 +446,7 @@ async fn queue_mode_filter_rejects_for_the_barrier_and_then_the_backup() {
         .build()
         .unwrap();
     let mut svc = layer.layer(held());
-    let mut hold = Vec::new();
-    let mut futs = Vec::new();
-    let mut reasons = Vec::new();
-    for _period in 0..40 {
-        for _ in 0..4 {
-            let mut f = offer(&mut svc, &mut hold).await;
-            match poll_once(&mut f) {
-                Poll::Pending => futs.push(f),
-                Poll::Ready(Err(e)) => reasons.push(reason(&e)),
-                Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
-            }
-        }
-        mock.increment(Duration::from_millis(60));
-    }
+    let (hold, futs, reasons) = offer_held(&mut svc, &mock, 40).await;
     let s = layer.snapshot();
     assert!(!reasons.contains(&Reason::Limit), "{reasons:?}");
     assert!(reasons.contains(&Reason::Backup), "no backup rejection: {reasons:?}");
