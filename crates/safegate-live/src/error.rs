@@ -1,0 +1,59 @@
+//! Errors of the live system: each names the input or the service it is about.
+
+use std::net::SocketAddr;
+
+/// What went wrong, with the input or service it concerns.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    /// A value out of range (the field's dotted path, its value and the allowed range).
+    #[error("{0}")]
+    Invalid(#[from] safegate_core::RangeError),
+    /// The scenario could not be loaded.
+    #[error(transparent)]
+    Scenario(#[from] safegate_sim::ScenarioError),
+    /// `redis-server` is not on `PATH`.
+    #[error(
+        "redis-server not found on PATH: install it (Debian/Ubuntu: `apt-get install -y redis-server`, \
+         macOS: `brew install redis`) or pass --redis URL of a running server"
+    )]
+    RedisMissing,
+    /// Redis refused, was unreachable, or answered with an error.
+    #[error("redis at {url}: {what}: {source}")]
+    Redis {
+        /// The server's address (password elided).
+        url: String,
+        /// What was being done.
+        what: String,
+        /// The client's error.
+        #[source]
+        source: redis::RedisError,
+    },
+    /// A listening socket could not be bound.
+    #[error("cannot listen on {addr} ({what}): {source}")]
+    Bind {
+        /// The address.
+        addr: SocketAddr,
+        /// Which server.
+        what: &'static str,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The downstream could not be reached or answered badly.
+    #[error("downstream at {url}: {message}")]
+    Downstream {
+        /// The downstream's URL.
+        url: String,
+        /// What happened.
+        message: String,
+    },
+    /// Any other I/O failure (spawning redis-server, temporary directories).
+    #[error("{what}: {source}")]
+    Io {
+        /// What was being done.
+        what: String,
+        /// The OS error.
+        #[source]
+        source: std::io::Error,
+    },
+}
