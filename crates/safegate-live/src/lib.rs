@@ -6,9 +6,11 @@
 //! with retries, and a controller that runs the same decision core as the simulator and
 //! the tower layer. See `docs/live.md`.
 
+pub mod backlog;
 pub mod clock;
 pub mod downstream;
 pub mod error;
+pub mod redis_server;
 
 pub use clock::ModelClock;
 pub use error::LiveError;
