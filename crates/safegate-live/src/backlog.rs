@@ -60,8 +60,9 @@ return {0, len + 1}
 /// Acknowledge one job: count it, remove it from the stream.
 ///
 /// KEYS: jobs, count, failed. ARGV: id, `ok` or `fail`, service time \[µs\], the group.
-/// Returns 1 if this acknowledgement counted, 0 if the job had already been acknowledged
-/// or given back (a late acknowledgement of a redelivered job counts nothing).
+/// Returns 1 + the job's time in the system \[µs\] if this acknowledgement counted, 0 if the
+/// job had already been acknowledged or given back (a late acknowledgement of a redelivered
+/// job counts nothing).
 const ACK: &str = r#"
 local e = redis.call('XRANGE', KEYS[1], ARGV[1], ARGV[1])
 local n = redis.call('XACK', KEYS[1], ARGV[4], ARGV[1])
@@ -88,7 +89,34 @@ else
 end
 redis.call('HINCRBY', KEYS[2], 'latency_us', lat)
 redis.call('HINCRBY', KEYS[2], 'wait_us', lat - svc)
-return 1
+return lat + 1
+"#;
+
+/// Age of the oldest job not yet delivered \[µs\], 0 when none waits.
+///
+/// KEYS: jobs. ARGV: the group.
+const OLDEST: &str = r#"
+local groups = redis.call('XINFO', 'GROUPS', KEYS[1])
+local last = '0-0'
+for _, g in ipairs(groups) do
+  local name, id = nil, nil
+  for i = 1, #g, 2 do
+    if g[i] == 'name' then name = g[i + 1] end
+    if g[i] == 'last-delivered-id' then id = g[i + 1] end
+  end
+  if name == ARGV[1] and id then last = id end
+end
+local e = redis.call('XRANGE', KEYS[1], '(' .. last, '+', 'COUNT', 1)
+if not e[1] then return 0 end
+local f = e[1][2]
+for i = 1, #f, 2 do
+  if f[i] == 'at' then
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    return math.max(0, now - (tonumber(f[i + 1]) or now))
+  end
+end
+return 0
 "#;
 
 /// Give every job held by a consumer whose heartbeat has expired back to the backlog.
@@ -233,6 +261,7 @@ pub struct Backlog {
     reap: Script,
     beat: Script,
     take_slot: Script,
+    oldest: Script,
 }
 
 impl std::fmt::Debug for Backlog {
@@ -283,6 +312,7 @@ impl Backlog {
             reap: Script::new(REAP),
             beat: Script::new(BEAT),
             take_slot: Script::new(TAKE_SLOT),
+            oldest: Script::new(OLDEST),
         };
         let mut c = b.con.clone();
         let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err("PING"))?;
@@ -427,6 +457,12 @@ impl Backlog {
     /// downstream. Returns whether this acknowledgement counted (false for a job that had
     /// already been given back).
     pub async fn ack(&self, id: &str, ok: bool, service: Duration) -> Result<bool, LiveError> {
+        Ok(self.ack_timed(id, ok, service).await?.is_some())
+    }
+
+    /// [`Backlog::ack`], returning the job's time in the system if the acknowledgement
+    /// counted.
+    pub async fn ack_timed(&self, id: &str, ok: bool, service: Duration) -> Result<Option<Duration>, LiveError> {
         let mut c = self.con.clone();
         let n: i64 = self
             .ack
@@ -440,7 +476,20 @@ impl Backlog {
             .invoke_async(&mut c)
             .await
             .map_err(self.err("acknowledge script"))?;
-        Ok(n == 1)
+        Ok((n >= 1).then(|| Duration::from_micros((n - 1) as u64)))
+    }
+
+    /// Age of the oldest job no executor has taken yet (zero when none waits).
+    pub async fn oldest_wait(&self) -> Result<Duration, LiveError> {
+        let mut c = self.con.clone();
+        let us: i64 = self
+            .oldest
+            .key(self.key("jobs"))
+            .arg(GROUP)
+            .invoke_async(&mut c)
+            .await
+            .map_err(self.err("oldest-wait script"))?;
+        Ok(Duration::from_micros(us.max(0) as u64))
     }
 
     /// Give the jobs of dead consumers back (at most `budget` per call); returns how many.

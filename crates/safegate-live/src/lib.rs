@@ -10,7 +10,11 @@ pub mod backlog;
 pub mod clock;
 pub mod downstream;
 pub mod error;
+pub mod executor;
+pub mod loadgen;
+pub mod metrics;
 pub mod redis_server;
+pub mod run;
 
 pub use clock::ModelClock;
 pub use error::LiveError;

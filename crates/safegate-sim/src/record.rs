@@ -73,7 +73,8 @@ pub struct Series {
 }
 
 impl Series {
-    pub(crate) fn push(&mut self, t: f64, q: f64, h: f64, admit: f64) {
+    /// Append one sample.
+    pub fn push(&mut self, t: f64, q: f64, h: f64, admit: f64) {
         self.t.push(t);
         self.queue.push(q);
         self.health.push(h);
@@ -118,9 +119,10 @@ impl std::fmt::Debug for RunOptions<'_> {
     }
 }
 
-/// Running extremes, integral and drain bookkeeping shared by both modes.
+/// Running extremes, integral and drain bookkeeping shared by every mode, and by any
+/// actuator that samples a queue over time (the live system).
 #[derive(Debug)]
-pub(crate) struct Tracker {
+pub struct Tracker {
     pub(crate) min: f64,
     pub(crate) max: f64,
     pub(crate) integral: f64,
@@ -136,7 +138,8 @@ pub(crate) struct Tracker {
 }
 
 impl Tracker {
-    pub(crate) fn new(drain_level: f64, dip_end: Option<f64>, warmup: f64) -> Self {
+    /// A tracker for a run whose drain level, dip end and warm-up are given.
+    pub fn new(drain_level: f64, dip_end: Option<f64>, warmup: f64) -> Self {
         Self {
             min: f64::INFINITY,
             max: f64::NEG_INFINITY,
@@ -151,9 +154,15 @@ impl Tracker {
         }
     }
 
+    /// Add `q·dt` to the backlog-time integral.
+    #[inline]
+    pub fn integrate(&mut self, q_dt: f64) {
+        self.integral += q_dt;
+    }
+
     /// The queue is `q` at time `t` (a sample point; the integral is kept by the caller).
     #[inline]
-    pub(crate) fn sample(&mut self, t: f64, q: f64) {
+    pub fn sample(&mut self, t: f64, q: f64) {
         self.min = self.min.min(q);
         self.max = self.max.max(q);
         if t >= self.warmup - 1e-9 {
@@ -173,7 +182,7 @@ impl Tracker {
 
     /// Close the run: `resolution` is the time between samples, so "drained at" is the first
     /// sample after the last one above the level (fluid), or the crossing itself (0).
-    pub(crate) fn finish(self, totals: Totals, q_final: f64, duration: f64, resolution: f64) -> Summary {
+    pub fn finish(self, totals: Totals, q_final: f64, duration: f64, resolution: f64) -> Summary {
         let drained = q_final <= self.drain_level;
         let drained_at = if drained { Some(self.last_above.map_or(0.0, |t| t + resolution)) } else { None };
         Summary {
@@ -209,24 +218,34 @@ impl Tracker {
     }
 }
 
-/// The counters a simulator keeps, handed to [`Tracker::finish`].
+/// The counters a run keeps, handed to [`Tracker::finish`] (the same meanings as the
+/// fields of [`Summary`]).
 #[derive(Debug, Default, Clone, Copy)]
-pub(crate) struct Totals {
-    pub(crate) offered: f64,
-    pub(crate) admitted: f64,
-    pub(crate) rejected: f64,
-    pub(crate) dropped: f64,
-    pub(crate) cleared: f64,
-    pub(crate) retried: f64,
-    pub(crate) retries_shed: f64,
-    pub(crate) mean_sojourn: Option<f64>,
+pub struct Totals {
+    /// Offered to the gate.
+    pub offered: f64,
+    /// Admitted.
+    pub admitted: f64,
+    /// Rejected by the gate.
+    pub rejected: f64,
+    /// Lost to a full backlog.
+    pub dropped: f64,
+    /// Cleared successfully.
+    pub cleared: f64,
+    /// Failed and retried.
+    pub retried: f64,
+    /// Retries shed.
+    pub retries_shed: f64,
+    /// Mean time in system \[s\].
+    pub mean_sojourn: Option<f64>,
     /// The 50th and 99th percentiles of the sojourns.
-    pub(crate) sojourn_quantiles: Option<[f64; 2]>,
-    pub(crate) events: u64,
+    pub sojourn_quantiles: Option<[f64; 2]>,
+    /// Events simulated (or jobs handled).
+    pub events: u64,
 }
 
 /// The `p`-quantiles (nearest rank) of `xs`, reordering it; `None` when empty.
-pub(crate) fn quantiles<const N: usize>(xs: &mut [f32], ps: [f64; N]) -> Option<[f64; N]> {
+pub fn quantiles<const N: usize>(xs: &mut [f32], ps: [f64; N]) -> Option<[f64; N]> {
     if xs.is_empty() {
         return None;
     }

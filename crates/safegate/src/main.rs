@@ -13,6 +13,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod live_cmd;
 mod overload;
 mod policy_arg;
 mod progress;
@@ -52,6 +53,12 @@ enum Command {
     /// Benchmarks on this machine: `bench overhead`, the tower layer's cost per request;
     /// `bench overload`, limiters side by side under overload.
     Bench(bench_cmd::BenchArgs),
+    /// Play a scenario on a real Redis-backed worker pool on loopback: a backlog with
+    /// admission at the enqueue, executors, a downstream emulator, load and retries.
+    Live(Box<live_cmd::LiveArgs>),
+    /// Run executors as a separate process against a live run's Redis (see `live
+    /// --external-executors`).
+    Executor(live_cmd::ExecutorArgs),
 }
 
 fn main() -> ExitCode {
@@ -64,6 +71,8 @@ fn main() -> ExitCode {
         Some(Command::Detect(args)) => detect_cmd::run(&args),
         Some(Command::Compare(args)) => compare_cmd::run(&args),
         Some(Command::Bench(args)) => bench_cmd::run(&args),
+        Some(Command::Live(args)) => live_cmd::run(&args),
+        Some(Command::Executor(args)) => live_cmd::executor(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };

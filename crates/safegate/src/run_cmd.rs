@@ -12,7 +12,7 @@ use safegate_sim::{Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
 use crate::progress;
-use crate::run_render::{render_chart, render_table};
+use crate::run_render::{mode_text, render_chart, render_table};
 
 /// The embedded default scenario: the seed's λ = 80 band.
 const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
@@ -88,7 +88,7 @@ pub(crate) struct RunArgs {
 
 /// A float as TOML writes it (`nan`, `inf` and `-inf` included), so `--traffic nan` reaches
 /// the range check as a number and is refused as one.
-fn toml_float(v: f64) -> String {
+pub(crate) fn toml_float(v: f64) -> String {
     if v.is_nan() {
         "nan".into()
     } else if v.is_infinite() {
@@ -202,7 +202,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         (None, true) => None,
     };
     if let Some(path) = &chart {
-        let svg = render_chart(&scenario, &cfg, &reports);
+        let svg = render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, &reports);
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
 
@@ -224,7 +224,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             println!("overrides (the description above them is the file's): {}", list.join(", "));
         }
-        print!("{}", render_table(&scenario, &cfg, &origin, &reports));
+        print!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
         if let Some(path) = &chart {
             println!("chart: {}", path.display());
         }

@@ -2,12 +2,12 @@
 
 use std::fmt::Write as _;
 
-use safegate_sim::{Config, Mode, Scenario};
+use safegate_sim::{Config, Scenario};
 
 use crate::chart::{self, Line, Panel, Rule};
 use crate::run_cmd::RunReport;
 
-fn describe(scenario: &Scenario, cfg: &Config) -> String {
+fn describe(scenario: &Scenario, cfg: &Config, mode: &str) -> String {
     use safegate_sim::scenario::HealthKind;
     let h = &scenario.health;
     let health = match h.kind {
@@ -27,13 +27,12 @@ fn describe(scenario: &Scenario, cfg: &Config) -> String {
     };
     let noise = if h.noise > 0.0 { format!(", noise {}", h.noise) } else { String::new() };
     format!(
-        "λ = {} req/s, P = {}, C = {}, s = {}, cap = {}; {health}{noise}; {} mode, {} s at dt {}, seed {}",
+        "λ = {} req/s, P = {}, C = {}, s = {}, cap = {}; {health}{noise}; {mode}, {} s at dt {}, seed {}",
         cfg.traffic,
         cfg.pool.executors,
         cfg.pool.comfortable,
         cfg.pool.rate,
         cfg.pool.capacity,
-        scenario.run.mode,
         cfg.duration,
         cfg.dt,
         cfg.seed
@@ -44,14 +43,28 @@ fn fmt_opt(v: Option<f64>) -> String {
     v.map_or("never".to_string(), |x| format!("{x:.1} s"))
 }
 
-pub(crate) fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, reports: &[RunReport]) -> String {
+/// The mode as the description line says it: `fluid mode`, `stochastic mode`, ….
+pub(crate) fn mode_text(scenario: &Scenario) -> String {
+    format!("{} mode", scenario.run.mode)
+}
+
+/// The table of `reports`; `title` is the command (`safegate run`), `mode` how the runs
+/// were played ([`mode_text`], or the live system's own words).
+pub(crate) fn render_table(
+    title: &str,
+    mode: &str,
+    scenario: &Scenario,
+    cfg: &Config,
+    origin: &str,
+    reports: &[RunReport],
+) -> String {
     let mut s = String::new();
     let name = scenario.name.clone().unwrap_or_else(|| origin.to_string());
-    let _ = writeln!(s, "safegate run: {name}");
+    let _ = writeln!(s, "{title}: {name}");
     if let Some(d) = &scenario.description {
         let _ = writeln!(s, "  {d}");
     }
-    let _ = writeln!(s, "  {}", describe(scenario, cfg));
+    let _ = writeln!(s, "  {}", describe(scenario, cfg, mode));
     let ceiling = cfg.pool.saturated_ceiling();
     let (n_peak, peak) = cfg.pool.peak_rate();
     let _ = writeln!(
@@ -136,7 +149,7 @@ pub(crate) fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, repo
             Box::new(|r| r.filter.map_or("-".into(), |f| format!("{:.0} req", f.given_up))),
         ));
     }
-    if scenario.run.mode == Mode::Stochastic {
+    if reports.iter().any(|r| r.outcome.summary.mean_sojourn.is_some()) {
         rows.push((
             "mean sojourn",
             Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{:.3} s", x))),
@@ -172,7 +185,7 @@ pub(crate) fn render_table(scenario: &Scenario, cfg: &Config, origin: &str, repo
     s
 }
 
-pub(crate) fn render_chart(scenario: &Scenario, cfg: &Config, reports: &[RunReport]) -> String {
+pub(crate) fn render_chart(title: &str, mode: &str, scenario: &Scenario, cfg: &Config, reports: &[RunReport]) -> String {
     let mut queue = Vec::new();
     let mut admit = Vec::new();
     let mut health = None;
@@ -217,6 +230,5 @@ pub(crate) fn render_chart(scenario: &Scenario, cfg: &Config, reports: &[RunRepo
         },
         Panel { label: "admit fraction".into(), y_min: 0.0, y_max: 1.0, lines: admit, rules: vec![] },
     ];
-    let title = format!("safegate run: {}", scenario.name.clone().unwrap_or_else(|| "scenario".into()));
-    chart::render(&title, &describe(scenario, cfg), "time [s]", 0.0, cfg.steps() as f64 * cfg.dt, &panels)
+, 0.0, cfg.steps() as f64 * cfg.dt, &panels)
 }

@@ -1,0 +1,119 @@
+//! `/metrics` in Prometheus's text format while a live run goes on. Names shared with the
+//! tower layer (`safegate_limit`, `safegate_in_flight`, `safegate_waiting`,
+//! `safegate_admit_share`, `safegate_requests_*_total`, `safegate_decisions_total`,
+//! `safegate_filter_interventions_total`, `safegate_backup_activations_total`) mean the
+//! same; `safegate_jobs_*` are the live system's own.
+
+use std::fmt::Write as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use axum::routing::get;
+use axum::Router;
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+
+use crate::backlog::Accounting;
+use crate::LiveError;
+
+/// What `/metrics` shows: the latest period's state.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Snapshot {
+    /// Model time \[s\].
+    pub t: f64,
+    /// The accounting.
+    pub acc: Accounting,
+    /// Admission share published.
+    pub admit: f64,
+    /// Executors allowed (`None`: all).
+    pub concurrency: Option<u32>,
+    /// Slots in the pool.
+    pub slots: u32,
+    /// Controller decisions so far.
+    pub decisions: u64,
+    /// Filter interventions so far (0 without a filter).
+    pub interventions: u64,
+    /// Backup activations so far.
+    pub backup_activations: u64,
+    /// Backlog bound.
+    pub bound: u64,
+}
+
+/// Render a snapshot.
+pub fn render(s: &Snapshot) -> String {
+    let mut o = String::new();
+    let a = &s.acc;
+    let mut g = |name: &str, kind: &str, help: &str, v: String| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    };
+    g("safegate_model_time_seconds", "gauge", "Model time of the latest decision.", format!("{}", s.t));
+    g("safegate_limit", "gauge", "Executors allowed to pull work at once.", s.concurrency.unwrap_or(s.slots).to_string());
+    g("safegate_in_flight", "gauge", "Jobs in service (delivered, not acknowledged).", a.in_service.to_string());
+    g("safegate_waiting", "gauge", "Jobs waiting for an executor.", a.in_backlog.saturating_sub(a.in_service).to_string());
+    g("safegate_backlog", "gauge", "Jobs in the backlog (waiting plus in service): the model's q.", a.in_backlog.to_string());
+    g("safegate_backlog_bound", "gauge", "The backlog's bound, enforced at the enqueue.", s.bound.to_string());
+    g("safegate_admit_share", "gauge", "Share of offers admitted.", format!("{}", s.admit));
+    g("safegate_decisions_total", "counter", "Controller decisions.", s.decisions.to_string());
+    g("safegate_filter_interventions_total", "counter", "Decisions the filter changed.", s.interventions.to_string());
+    g("safegate_backup_activations_total", "counter", "Backup activations.", s.backup_activations.to_string());
+    g("safegate_requests_offered_total", "counter", "Jobs offered to the gate.", a.offered.to_string());
+    g("safegate_requests_admitted_total", "counter", "Jobs admitted into the backlog.", a.admitted.to_string());
+    g("safegate_requests_failed_total", "counter", "Job attempts that failed downstream.", a.failed.to_string());
+    let _ = writeln!(
+        o,
+        "# HELP safegate_requests_rejected_total Jobs rejected at the enqueue.\n# TYPE safegate_requests_rejected_total counter\nsafegate_requests_rejected_total{{reason=\"share\"}} {}\nsafegate_requests_rejected_total{{reason=\"full\"}} {}",
+        a.rejected, a.rejected_full
+    );
+    let mut g = |name: &str, kind: &str, help: &str, v: String| {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    };
+    g("safegate_jobs_completed_total", "counter", "Jobs completed.", a.completed.to_string());
+    g("safegate_jobs_retried_total", "counter", "Retries offered (of failed jobs).", a.offered_retries.to_string());
+    g("safegate_jobs_redelivered_total", "counter", "Jobs given back after their executor died.", a.redelivered.to_string());
+    g("safegate_jobs_lost", "gauge", "Admitted jobs unaccounted for (must be 0).", a.lost().to_string());
+    o
+}
+
+/// A running `/metrics` server.
+#[derive(Debug)]
+pub struct MetricsServer {
+    addr: SocketAddr,
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl MetricsServer {
+    /// Serve `state` on `addr`.
+    pub async fn start(addr: SocketAddr, state: Arc<Mutex<Snapshot>>) -> Result<Self, LiveError> {
+        let listener =
+            TcpListener::bind(addr).await.map_err(|source| LiveError::Bind { addr, what: "the metrics endpoint", source })?;
+        let addr = listener.local_addr().unwrap_or(addr);
+        let app = Router::new().route(
+            "/metrics",
+            get(move || {
+                let s = state.lock().map(|s| *s).unwrap_or_default();
+                async move { ([("content-type", "text/plain; version=0.0.4")], render(&s)) }
+            }),
+        );
+        let (stop, mut rx) = watch::channel(false);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, app)
+                .with_graceful_shutdown(async move {
+                    let _ = rx.changed().await;
+                })
+                .await;
+        });
+        Ok(Self { addr, stop, task })
+    }
+
+    /// Where it listens.
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// Stop serving.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.task).await;
+    }
+}

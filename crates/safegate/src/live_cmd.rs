@@ -1,0 +1,336 @@
+//! `safegate live`: a scenario played by a real Redis-backed worker pool on loopback, and
+//! `safegate executor`: executors as a separate process against a live run's Redis.
+
+use std::io::IsTerminal as _;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use safegate_live::loadgen::RetryPolicy;
+use safegate_live::run::{DownstreamTarget, LiveOptions, LiveReport, LiveRun, Progress, RedisTarget};
+use safegate_sim::variants::variants;
+use safegate_sim::{Outcome, Scenario};
+
+use crate::run_cmd::{toml_float, RunReport};
+use crate::run_render::{render_chart, render_table};
+
+/// The embedded default scenario: the seed's λ = 80 band.
+const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
+
+/// Flags of `safegate live`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub(crate) struct LiveArgs {
+    /// Scenario file (TOML). Without it: the seed's λ = 80 band under its gate.
+    scenario: Option<PathBuf>,
+    /// Model seconds to run (run.duration).
+    #[arg(long, value_name = "SECONDS")]
+    duration: Option<f64>,
+    /// Model seconds per wall second: 10 plays the 400-s band in 40 s.
+    #[arg(long, default_value_t = 10.0, value_name = "X")]
+    speed: f64,
+    /// A running Redis (`redis://[:PASSWORD@]HOST:PORT/`); without it a private
+    /// redis-server is started on a free loopback port and stopped after.
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// Key prefix in Redis.
+    #[arg(long, default_value = "safegate", value_name = "NS")]
+    namespace: String,
+    /// A running downstream (`POST URL/work`) instead of the built-in emulator.
+    #[arg(long, value_name = "URL")]
+    downstream: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics while running (port 0: a free one).
+    #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
+    metrics: SocketAddr,
+    /// Do not serve metrics.
+    #[arg(long)]
+    no_metrics: bool,
+    /// Run no executors here: `safegate executor` processes serve the backlog.
+    #[arg(long)]
+    external_executors: bool,
+    /// Base traffic λ [req/s] (traffic.rate).
+    #[arg(long, value_name = "REQ_PER_S")]
+    traffic: Option<f64>,
+    /// Rejection sensitivity in [0, 1]; 0 turns the gate off (gate.sensitivity).
+    #[arg(long)]
+    sensitivity: Option<f64>,
+    /// Seed of every random draw (run.seed).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Any scenario key, e.g. `--set health.kind="dip"`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Run under the safety filter of this boundary file (replaces a `[boundary]` table).
+    #[arg(long, value_name = "FILE")]
+    boundary: Option<PathBuf>,
+    /// Chance a failed job is offered again [default: from the scenario's retries, else 0].
+    #[arg(long, value_name = "P")]
+    retry_probability: Option<f64>,
+    /// Mean backoff before a retry, in model seconds.
+    #[arg(long, default_value_t = 0.1, value_name = "SECONDS")]
+    retry_backoff: f64,
+    /// Retry budget: most retries per first attempt (unlimited without it).
+    #[arg(long, value_name = "RATIO")]
+    retry_budget: Option<f64>,
+    /// Longest wait for one downstream call, in model seconds (then the attempt fails).
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    timeout: f64,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+    /// Where to write the SVG chart [default: safegate-live.svg; with --json, only when given].
+    #[arg(long, value_name = "PATH")]
+    svg: Option<PathBuf>,
+    /// Do not write the chart.
+    #[arg(long, conflicts_with = "svg")]
+    no_svg: bool,
+}
+
+impl LiveArgs {
+    fn overrides(&self) -> Result<Vec<(String, String)>> {
+        let mut o: Vec<(String, String)> = Vec::new();
+        if let Some(v) = self.duration {
+            o.push(("run.duration".into(), toml_float(v)));
+        }
+        if let Some(v) = self.traffic {
+            o.push(("traffic.rate".into(), toml_float(v)));
+        }
+        if let Some(v) = self.sensitivity {
+            o.push(("gate.sensitivity".into(), toml_float(v)));
+        }
+        if let Some(v) = self.seed {
+            o.push(("run.seed".into(), v.to_string()));
+        }
+        for kv in &self.set {
+            let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
+            o.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        Ok(o)
+    }
+}
+
+fn progress_line(p: &Progress) -> String {
+    let k = p.concurrency.map_or("all".to_string(), |k| k.to_string());
+    format!(
+        "t {:>6.1}/{:.0} s  q {:>4}  admit {:>4.2}  executors {k:>3}  offered {}  admitted {}  done {}  failed {}  redelivered {}  lost {}",
+        p.t,
+        p.duration,
+        p.queue,
+        p.admit,
+        p.acc.offered,
+        p.acc.admitted,
+        p.acc.completed,
+        p.acc.failed,
+        p.acc.redelivered,
+        p.acc.lost()
+    )
+}
+
+pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
+    let overrides = args.overrides()?;
+    let (mut scenario, origin) = match &args.scenario {
+        Some(path) => (Scenario::load_with(path, &overrides)?, path.display().to_string()),
+        None => (
+            Scenario::from_toml_with(DEFAULT_SCENARIO, "<embedded band-80>", &overrides)?,
+            "<embedded band-80>".to_string(),
+        ),
+    };
+    if let Some(path) = &args.boundary {
+        scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
+    }
+    let cfg = scenario.config(&origin)?;
+    let variant = variants(&scenario, false)
+        .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
+        .pop()
+        .context("the scenario gave no policy")?;
+    let retry = match (args.retry_probability, args.retry_budget) {
+        (None, None) => None,
+        (p, b) => Some(RetryPolicy {
+            probability: p.unwrap_or(1.0),
+            backoff: args.retry_backoff,
+            budget: b,
+            around_gate: false,
+        }),
+    };
+    let opts = LiveOptions {
+        speed: args.speed,
+        redis: args.redis.clone().map_or(RedisTarget::Own, RedisTarget::Url),
+        namespace: args.namespace.clone(),
+        metrics: (!args.no_metrics).then_some(args.metrics),
+        downstream: args.downstream.clone().map_or(DownstreamTarget::Emulated, DownstreamTarget::Url),
+        retry,
+        timeout: args.timeout,
+        heartbeat: Duration::from_secs(1),
+        executors: !args.external_executors,
+    };
+    opts.check().map_err(|e| anyhow::anyhow!("--{}", e.to_string().replacen('.', "-", 1)))?;
+    let live_run = LiveRun { cfg: cfg.clone(), opts };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let tty = std::io::stderr().is_terminal();
+    if !args.json {
+        eprintln!(
+            "safegate live: {} under {} at {}× ({:.0} s of wall time)",
+            scenario.name.as_deref().unwrap_or(&origin),
+            variant.label,
+            args.speed,
+            cfg.duration / args.speed
+        );
+    }
+    let mut last_decile = -1i64;
+    let mut on_progress = |p: &Progress| {
+        let line = progress_line(p);
+        if tty {
+            eprint!("\r{line}\x1b[K");
+        } else {
+            let decile = (10.0 * p.t / p.duration).floor() as i64;
+            if decile > last_decile {
+                last_decile = decile;
+                eprintln!("{line}");
+            }
+        }
+    };
+    let report: LiveReport = rt.block_on(async {
+        let r = safegate_live::run::run(&live_run, variant.policy, &mut on_progress).await;
+        r
+    })?;
+    if tty {
+        eprintln!();
+    }
+    let run_report = RunReport {
+        label: format!("live: {}", variant.label),
+        policy: report.policy,
+        scenario: variant.scenario.clone(),
+        outcome: Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) },
+        filter: report.filter,
+    };
+    let mode = format!("live on Redis at {}× speed", report.speed);
+    let chart = match (&args.svg, args.no_svg || args.json) {
+        (Some(p), _) => Some(p.clone()),
+        (None, false) => Some(PathBuf::from("safegate-live.svg")),
+        (None, true) => None,
+    };
+    if let Some(path) = &chart {
+        let svg = render_chart("safegate live", &mode, &scenario, &cfg, std::slice::from_ref(&run_report));
+        std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "scenario": run_report.scenario,
+            "label": run_report.label,
+            "report": report,
+            "chart": chart.as_ref().map(|p| p.display().to_string()),
+        });
+        println!("{}", serde_json::to_string(&doc)?);
+    } else {
+        print!("{}", render_table("safegate live", &mode, &scenario, &cfg, &origin, std::slice::from_ref(&run_report)));
+        print!("{}", render_accounting(&report));
+        if let Some(path) = &chart {
+            println!("chart: {}", path.display());
+        }
+    }
+    if report.lost != 0 {
+        eprintln!("error: {} admitted jobs are unaccounted for (admitted − completed − failed − in backlog)", report.lost);
+        return Ok(ExitCode::from(1));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn render_accounting(r: &LiveReport) -> String {
+    let a = &r.accounting;
+    let mut s = String::from("job accounting\n");
+    let rows: [(&str, String); 12] = [
+        ("offered", format!("{} ({} retries)", a.offered, a.offered_retries)),
+        ("admitted", format!("{} ({} retries)", a.admitted, a.admitted_retries)),
+        ("rejected by the share", a.rejected.to_string()),
+        ("rejected, backlog full", a.rejected_full.to_string()),
+        ("completed", a.completed.to_string()),
+        ("failed (attempts)", a.failed.to_string()),
+        ("retried", r.load.retries.to_string()),
+        ("abandoned after failing", format!("{} ({} over budget)", r.load.abandoned, r.load.over_budget)),
+        ("in backlog at the end", format!("{} ({} in service)", a.in_backlog, a.in_service)),
+        ("redelivered", a.redelivered.to_string()),
+        ("lost", format!("{} (admitted − completed − failed − in backlog; must be 0)", r.lost)),
+        ("unsent offers", r.load.unsent.to_string()),
+    ];
+    for (k, v) in rows {
+        s.push_str(&format!("  {k:<26}{v}\n"));
+    }
+    s.push_str(&format!(
+        "  {:<26}{} decisions, {} periods without Redis; {:.1} s wall; redis {}\n",
+        "controller", r.decisions, r.controller_errors, r.wall_seconds, r.redis
+    ));
+    s
+}
+
+/// Flags of `safegate executor`.
+#[derive(Debug, Args)]
+pub(crate) struct ExecutorArgs {
+    /// The live run's Redis.
+    #[arg(long, value_name = "URL")]
+    redis: String,
+    /// The downstream's base URL (`POST URL/work`); without it jobs are no-ops.
+    #[arg(long, value_name = "URL")]
+    downstream: Option<String>,
+    /// Key prefix in Redis.
+    #[arg(long, default_value = "safegate", value_name = "NS")]
+    namespace: String,
+    /// Executors in this process.
+    #[arg(long, default_value_t = 8)]
+    executors: u32,
+    /// Slots across every process (the pool's P).
+    #[arg(long, default_value_t = 8)]
+    slots: u32,
+    /// Longest wait for one downstream call, in wall milliseconds.
+    #[arg(long, default_value_t = 5000, value_name = "MS")]
+    timeout_ms: u64,
+    /// Heartbeat time-to-live in milliseconds (a silent executor's jobs go back after it).
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    heartbeat_ms: u64,
+}
+
+pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
+    if !(1..=1024).contains(&args.executors) {
+        anyhow::bail!("--executors {}: expected 1 to 1024", args.executors);
+    }
+    if !(1..=1024).contains(&args.slots) {
+        anyhow::bail!("--slots {}: expected 1 to 1024", args.slots);
+    }
+    if !(100..=600_000).contains(&args.heartbeat_ms) {
+        anyhow::bail!("--heartbeat-ms {}: expected 100 to 600000", args.heartbeat_ms);
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    rt.block_on(async {
+        let backlog = safegate_live::backlog::Backlog::connect(&args.redis, &args.namespace).await?;
+        if let Some(d) = &args.downstream {
+            safegate_live::downstream::probe(d).await?;
+        }
+        let pool = safegate_live::executor::Pool::start(
+            backlog,
+            safegate_live::executor::ExecutorConfig {
+                executors: args.executors,
+                slots: args.slots,
+                downstream: args.downstream.as_ref().map(|d| d.trim_end_matches('/').to_string()),
+                timeout: Duration::from_millis(args.timeout_ms),
+                heartbeat: Duration::from_millis(args.heartbeat_ms),
+                ..Default::default()
+            },
+        )
+        .await?;
+        eprintln!("safegate executor: {} executors serving {}", args.executors, safegate_live::backlog::redact(&args.redis));
+        let _ = tokio::signal::ctrl_c().await;
+        pool.stop(Duration::from_secs(5)).await;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
