@@ -10,9 +10,10 @@
 //!
 //! The scheduler runs on its own OS thread (see `sched.rs`): tokio's timers have a
 //! granularity of 1 ms, which at speed 10 would bias a 2.7 ms service time by tens of
-//! per cent; a thread waiting on `recv_timeout` wakes within tens of microseconds, and the
-//! model's work clock is integrated exactly between events, so a late wake-up delays the
-//! reply but does not change the model.
+//! per cent. The thread sleeps on `recv_timeout` and yields for the last 150 µs before a
+//! due completion, which wakes it a few microseconds late on average; and the model's work
+//! clock is integrated exactly between events, so a late wake-up delays the reply but does
+//! not change the model.
 //!
 //! HTTP API:
 //!

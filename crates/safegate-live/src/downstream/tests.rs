@@ -341,3 +341,37 @@ async fn shutdown_answers_waiting_requests_503_and_noop_answers_at_once() {
     assert_eq!(ds.stats().served, 10);
     ds.shutdown().await;
 }
+
+/// The same closed loop over HTTP (hyper-util client, keep-alive): what the loopback
+/// round trip costs on top of the scheduler. Run by hand (`--ignored`) for the report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn throughput_over_http_at_speed_10() {
+    let _g = TIMING.lock().await;
+    for (n, expected) in [(1usize, 37.5), (4, 150.0), (8, 75.0)] {
+        let ds = start(10.0, 1.0, 7).await;
+        let stop = Arc::new(AtomicBool::new(false));
+        let c = client();
+        let tasks: Vec<_> = (0..n)
+            .map(|_| {
+                let (c, url, stop) = (c.clone(), format!("{}/work", ds.url()), stop.clone());
+                tokio::spawn(async move {
+                    while !stop.load(Ordering::Relaxed) {
+                        call(&c, "POST", url.clone(), "").await;
+                    }
+                })
+            })
+            .collect();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let a = ds.stats();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let b = ds.stats();
+        stop.store(true, Ordering::Relaxed);
+        for t in tasks {
+            t.abort();
+        }
+        let x = (b.served - a.served) as f64 / (b.t_model - a.t_model);
+        eprintln!("over HTTP, n = {n}: {x:.2} req/s (μ = {expected}, {:+.1} %)", 100.0 * (x / expected - 1.0));
+        ds.shutdown().await;
+    }
+}
