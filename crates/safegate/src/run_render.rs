@@ -230,5 +230,6 @@ pub(crate) fn render_chart(title: &str, mode: &str, scenario: &Scenario, cfg: &C
         },
         Panel { label: "admit fraction".into(), y_min: 0.0, y_max: 1.0, lines: admit, rules: vec![] },
     ];
-, 0.0, cfg.steps() as f64 * cfg.dt, &panels)
+    let title = format!("{title}: {}", scenario.name.clone().unwrap_or_else(|| "scenario".into()));
+    chart::render(&title, &describe(scenario, cfg, mode), "time [s]", 0.0, cfg.steps() as f64 * cfg.dt, &panels)
 }

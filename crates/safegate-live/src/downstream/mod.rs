@@ -41,7 +41,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use safegate_core::error::{check, RangeError};
-use safegate_sim::{HealthSchedule, HealthTrack, Pool, ServiceLaw};
+use safegate_sim::{HealthSchedule, HealthTrack, Pool, Retries, ServiceLaw};
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 
@@ -65,6 +65,9 @@ pub struct DownstreamConfig {
     pub seed: u64,
     /// Answer `POST /work` at once, without the scheduler (for plumbing benchmarks).
     pub noop: bool,
+    /// The scenario's retry model: a completion fails (500) with its chance `p(H)`, so the
+    /// clients' retries re-enter as in docs/model.md §Retries (`Retries::Off`: none).
+    pub failures: Retries,
 }
 
 impl DownstreamConfig {
@@ -77,6 +80,7 @@ impl DownstreamConfig {
             clock,
             seed: 0,
             noop: false,
+            failures: Retries::Off,
         }
     }
 
@@ -86,6 +90,7 @@ impl DownstreamConfig {
         check::within("model.rate", self.pool.rate, f64::MIN_POSITIVE, 1e9, "(0, 1e9] req/s")?;
         check::within("model.comfortable", self.pool.comfortable, f64::MIN_POSITIVE, 1e6, "(0, 1e6]")?;
         self.health.check()?;
+        self.failures.check()?;
         self.service.check()
     }
 }
@@ -205,7 +210,8 @@ impl Downstream {
         let counters = Arc::new(Counters::default());
         let (tx, rx) = mpsc::channel();
         let scheduler =
-            Scheduler::new(cfg.pool, cfg.health.clone(), cfg.service, cfg.clock, cfg.seed, counters.clone());
+            Scheduler::new(cfg.pool, cfg.health.clone(), cfg.service, cfg.clock, cfg.seed, counters.clone())
+                .with_failures(cfg.failures);
         let thread = std::thread::Builder::new()
             .name("safegate-downstream".into())
             .spawn(move || scheduler.run(rx))
@@ -355,4 +361,22 @@ async fn post_faults(State(shared): App, body: Bytes) -> Response {
 
 async fn get_state(State(shared): App) -> Json<DownstreamStats> {
     Json(shared.stats())
+}
+
+/// Check that a downstream at `url` (`http://HOST:PORT…`) accepts connections, within 2 s.
+pub async fn probe(url: &str) -> Result<(), LiveError> {
+    let err = |message: String| LiveError::Downstream { url: url.to_string(), message };
+    let rest = url
+        .strip_prefix("http://")
+        .ok_or_else(|| err("expected http://HOST:PORT (https is not supported)".into()))?;
+    let authority = rest.split('/').next().unwrap_or_default();
+    if authority.is_empty() {
+        return Err(err("no host in the URL".into()));
+    }
+    let target = if authority.contains(':') { authority.to_string() } else { format!("{authority}:80") };
+    match tokio::time::timeout(Duration::from_secs(2), tokio::net::TcpStream::connect(&target)).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(err(format!("cannot connect: {e}"))),
+        Err(_) => Err(err("no answer to a connection within 2 s".into())),
+    }
 }

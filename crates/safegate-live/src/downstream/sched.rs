@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use safegate_sim::{HealthTrack, Pool, ServiceLaw};
+use safegate_sim::{HealthTrack, Pool, Retries, ServiceLaw};
 use tokio::sync::oneshot;
 
 use super::Faults;
@@ -195,6 +195,7 @@ pub(crate) struct Scheduler {
     t: f64,
     heap: BinaryHeap<Job>,
     seq: u64,
+    failures: Retries,
 }
 
 /// Wait for a message until `deadline` (or at most [`MAX_WAIT`]). A futex wait ends some
@@ -253,7 +254,14 @@ impl Scheduler {
             t,
             heap: BinaryHeap::new(),
             seq: 0,
+            failures: Retries::Off,
         }
+    }
+
+    /// Fail completions with the scenario's retry chance `p(H)` (docs/model.md §Retries).
+    pub(crate) fn with_failures(mut self, failures: Retries) -> Self {
+        self.failures = failures;
+        self
     }
 
     fn health(&self) -> Health<'_> {
@@ -328,7 +336,11 @@ impl Scheduler {
     }
 
     fn complete(&mut self, job: Job) {
-        let error = self.faults.error_rate > 0.0 && self.rng.random::<f64>() < self.faults.error_rate;
+        // The fault's error rate, and the scenario's failure chance p(H) at the completion's
+        // health (docs/model.md §Retries: a completion fails with p(H) and comes back).
+        let p_model = if self.failures.enabled() { self.failures.probability(self.health().piece(self.t).0) } else { 0.0 };
+        let p = 1.0 - (1.0 - self.faults.error_rate) * (1.0 - p_model);
+        let error = p > 0.0 && self.rng.random::<f64>() < p;
         let ms = self.faults.added_latency_ms;
         let added_latency = if ms.is_finite() && ms > 0.0 { Duration::from_secs_f64(ms / 1e3) } else { Duration::ZERO };
         self.counters.served.fetch_add(1, AtomicOrdering::Relaxed);
