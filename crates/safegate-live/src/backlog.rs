@@ -374,7 +374,10 @@ impl Backlog {
         let mut c = self.con.clone();
         let conc = concurrency.map_or(-1, i64::from);
         let _: () = c
-            .hset_multiple(self.key("gate"), &[("admit", format!("{admit}")), ("conc", conc.to_string()), ("bound", bound.to_string())])
+            .hset_multiple(
+                self.key("gate"),
+                &[("admit", format!("{admit}")), ("conc", conc.to_string()), ("bound", bound.to_string())],
+            )
             .await
             .map_err(self.err("publishing the gate"))?;
         Ok(())

@@ -234,6 +234,7 @@ impl Executor {
     async fn run(self, mut stop: watch::Receiver<bool>, mut conc: watch::Receiver<Option<u32>>) {
         let consumer = self.consumer();
         let mut reader = None;
+        let mut acking: Option<tokio::task::JoinHandle<()>> = None;
         let pause = |d: Duration| tokio::time::sleep(d);
         while !*stop.borrow() {
             let Some(slot) = self.slot() else {
@@ -286,35 +287,17 @@ impl Executor {
             let ok = self.call(&d.id).await;
             let service = t0.elapsed();
             self.stats.busy.fetch_sub(1, Ordering::Relaxed);
-            // The acknowledgement is retried until Redis takes it (or the pool stops: then
-            // the job stays pending and is given back to the backlog).
-            let mut tries = 0u32;
-            loop {
-                match self.b.ack_timed(&d.id, ok, service).await {
-                    Ok(Some(sojourn)) => {
-                        let c = if ok { &self.stats.done } else { &self.stats.failed };
-                        c.fetch_add(1, Ordering::Relaxed);
-                        if let Ok(mut v) = self.stats.sojourn_us.lock() {
-                            if v.len() < 5_000_000 {
-                                v.push(sojourn.as_micros() as u64);
-                            }
-                        }
-                        break;
-                    }
-                    Ok(None) => {
-                        self.stats.late.fetch_add(1, Ordering::Relaxed);
-                        break;
-                    }
-                    Err(_) => {
-                        self.stats.redis_errors.fetch_add(1, Ordering::Relaxed);
-                        tries += 1;
-                        if *stop.borrow() && tries > 50 {
-                            break;
-                        }
-                        pause(Duration::from_millis(20.min(5 * tries as u64))).await;
-                    }
-                }
+            // The acknowledgement runs beside the next fetch and call (one at a time per
+            // executor), so the gap between two jobs at the downstream is one round trip
+            // to Redis, not two.
+            if let Some(prev) = acking.take() {
+                let _ = prev.await;
             }
+            let ack = Acker { b: self.b.clone(), stats: self.stats.clone(), stop: stop.clone() };
+            acking = Some(tokio::spawn(ack.ack(d.id, ok, service)));
+        }
+        if let Some(prev) = acking.take() {
+            let _ = prev.await;
         }
         let _ = self.b.release(&consumer, self.slot()).await;
     }
@@ -327,6 +310,46 @@ impl Executor {
         match tokio::time::timeout(self.cfg.timeout, self.http.request(req)).await {
             Ok(Ok(resp)) => resp.status().is_success(),
             _ => false,
+        }
+    }
+}
+
+/// Acknowledges one job, retrying until Redis takes it (or the pool stops: then the job
+/// stays pending and the reaper gives it back).
+struct Acker {
+    b: Backlog,
+    stats: Arc<PoolStats>,
+    stop: watch::Receiver<bool>,
+}
+
+impl Acker {
+    async fn ack(self, id: String, ok: bool, service: Duration) {
+        let mut tries = 0u32;
+        loop {
+            match self.b.ack_timed(&id, ok, service).await {
+                Ok(Some(sojourn)) => {
+                    let c = if ok { &self.stats.done } else { &self.stats.failed };
+                    c.fetch_add(1, Ordering::Relaxed);
+                    if let Ok(mut v) = self.stats.sojourn_us.lock() {
+                        if v.len() < 5_000_000 {
+                            v.push(sojourn.as_micros() as u64);
+                        }
+                    }
+                    return;
+                }
+                Ok(None) => {
+                    self.stats.late.fetch_add(1, Ordering::Relaxed);
+                    return;
+                }
+                Err(_) => {
+                    self.stats.redis_errors.fetch_add(1, Ordering::Relaxed);
+                    tries += 1;
+                    if *self.stop.borrow() && tries > 50 {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20.min(5 * u64::from(tries)))).await;
+                }
+            }
         }
     }
 }

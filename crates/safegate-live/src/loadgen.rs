@@ -91,7 +91,12 @@ pub struct LoadStats {
 }
 
 /// Run the generator until `cfg.until` (model time) or `stop`. Returns its counters.
-pub async fn run(backlog: Backlog, clock: ModelClock, cfg: LoadConfig, mut stop: watch::Receiver<bool>) -> Arc<LoadStats> {
+pub async fn run(
+    backlog: Backlog,
+    clock: ModelClock,
+    cfg: LoadConfig,
+    mut stop: watch::Receiver<bool>,
+) -> Arc<LoadStats> {
     let stats = Arc::new(LoadStats::default());
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x5eed_10ad);
     let inflight = Arc::new(Semaphore::new(cfg.max_outstanding.max(1)));
@@ -198,6 +203,7 @@ pub async fn run(backlog: Backlog, clock: ModelClock, cfg: LoadConfig, mut stop:
         }
     }
     // Let the offers in flight finish (bounded).
-    let _ = tokio::time::timeout(Duration::from_secs(5), inflight.acquire_many(cfg.max_outstanding.max(1) as u32)).await;
+    let _ =
+        tokio::time::timeout(Duration::from_secs(5), inflight.acquire_many(cfg.max_outstanding.max(1) as u32)).await;
     stats
 }

@@ -47,10 +47,25 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
     };
     g("safegate_model_time_seconds", "gauge", "Model time of the latest decision.", format!("{}", s.t));
-    g("safegate_limit", "gauge", "Executors allowed to pull work at once.", s.concurrency.unwrap_or(s.slots).to_string());
+    g(
+        "safegate_limit",
+        "gauge",
+        "Executors allowed to pull work at once.",
+        s.concurrency.unwrap_or(s.slots).to_string(),
+    );
     g("safegate_in_flight", "gauge", "Jobs in service (delivered, not acknowledged).", a.in_service.to_string());
-    g("safegate_waiting", "gauge", "Jobs waiting for an executor.", a.in_backlog.saturating_sub(a.in_service).to_string());
-    g("safegate_backlog", "gauge", "Jobs in the backlog (waiting plus in service): the model's q.", a.in_backlog.to_string());
+    g(
+        "safegate_waiting",
+        "gauge",
+        "Jobs waiting for an executor.",
+        a.in_backlog.saturating_sub(a.in_service).to_string(),
+    );
+    g(
+        "safegate_backlog",
+        "gauge",
+        "Jobs in the backlog (waiting plus in service): the model's q.",
+        a.in_backlog.to_string(),
+    );
     g("safegate_backlog_bound", "gauge", "The backlog's bound, enforced at the enqueue.", s.bound.to_string());
     g("safegate_admit_share", "gauge", "Share of offers admitted.", format!("{}", s.admit));
     g("safegate_decisions_total", "counter", "Controller decisions.", s.decisions.to_string());
@@ -69,7 +84,12 @@ pub fn render(s: &Snapshot) -> String {
     };
     g("safegate_jobs_completed_total", "counter", "Jobs completed.", a.completed.to_string());
     g("safegate_jobs_retried_total", "counter", "Retries offered (of failed jobs).", a.offered_retries.to_string());
-    g("safegate_jobs_redelivered_total", "counter", "Jobs given back after their executor died.", a.redelivered.to_string());
+    g(
+        "safegate_jobs_redelivered_total",
+        "counter",
+        "Jobs given back after their executor died.",
+        a.redelivered.to_string(),
+    );
     g("safegate_jobs_lost", "gauge", "Admitted jobs unaccounted for (must be 0).", a.lost().to_string());
     o
 }
@@ -85,8 +105,11 @@ pub struct MetricsServer {
 impl MetricsServer {
     /// Serve `state` on `addr`.
     pub async fn start(addr: SocketAddr, state: Arc<Mutex<Snapshot>>) -> Result<Self, LiveError> {
-        let listener =
-            TcpListener::bind(addr).await.map_err(|source| LiveError::Bind { addr, what: "the metrics endpoint", source })?;
+        let listener = TcpListener::bind(addr).await.map_err(|source| LiveError::Bind {
+            addr,
+            what: "the metrics endpoint",
+            source,
+        })?;
         let addr = listener.local_addr().unwrap_or(addr);
         let app = Router::new().route(
             "/metrics",

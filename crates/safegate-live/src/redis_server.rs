@@ -29,10 +29,7 @@ pub fn find_redis_server() -> Result<PathBuf, LiveError> {
         return if p.is_file() { Ok(p) } else { Err(LiveError::RedisMissing) };
     }
     let path = std::env::var_os("PATH").ok_or(LiveError::RedisMissing)?;
-    std::env::split_paths(&path)
-        .map(|d| d.join("redis-server"))
-        .find(|p| p.is_file())
-        .ok_or(LiveError::RedisMissing)
+    std::env::split_paths(&path).map(|d| d.join("redis-server")).find(|p| p.is_file()).ok_or(LiveError::RedisMissing)
 }
 
 /// A free TCP port on 127.0.0.1 (bound and released; a race with another process is

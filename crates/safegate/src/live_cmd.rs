@@ -10,7 +10,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Args;
 use safegate_live::loadgen::RetryPolicy;
-use safegate_live::run::{DownstreamTarget, LiveOptions, LiveReport, LiveRun, Progress, RedisTarget};
+use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget};
 use safegate_sim::variants::variants;
 use safegate_sim::{Outcome, Scenario};
 
@@ -66,6 +66,10 @@ pub(crate) struct LiveArgs {
     /// Run under the safety filter of this boundary file (replaces a `[boundary]` table).
     #[arg(long, value_name = "FILE")]
     boundary: Option<PathBuf>,
+    /// The nominal controller instead of the scenario's gate: a registry spec such as
+    /// `cycle+pool` or `vegas+pool` (under the boundary's filter when one is given).
+    #[arg(long, value_name = "SPEC", value_parser = crate::policy_arg::PolicyParser)]
+    policy: Option<safegate_core::controllers::PolicySpec>,
     /// Chance a failed job is offered again [default: from the scenario's retries, else 0].
     #[arg(long, value_name = "P")]
     retry_probability: Option<f64>,
@@ -146,6 +150,18 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
         .pop()
         .context("the scenario gave no policy")?;
+    let (label, policy): (String, LivePolicy) = match &args.policy {
+        None => (variant.label.clone(), variant.policy.into()),
+        Some(spec) => {
+            let p = LivePolicy::from_spec(spec, &cfg, scenario.boundary.as_ref())
+                .map_err(|e| anyhow::anyhow!("--policy {spec}: {e}"))?;
+            let label = match &scenario.boundary {
+                Some(b) => format!("{spec} under {}", b.name.as_deref().unwrap_or("the boundary")),
+                None => spec.to_string(),
+            };
+            (label, p)
+        }
+    };
     let retry = match (args.retry_probability, args.retry_budget) {
         (None, None) => None,
         (p, b) => Some(RetryPolicy {
@@ -178,7 +194,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         eprintln!(
             "safegate live: {} under {} at {}× ({:.0} s of wall time)",
             scenario.name.as_deref().unwrap_or(&origin),
-            variant.label,
+            label,
             args.speed,
             cfg.duration / args.speed
         );
@@ -197,14 +213,14 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         }
     };
     let report: LiveReport = rt.block_on(async {
-        let r = safegate_live::run::run(&live_run, variant.policy, &mut on_progress).await;
+        let r = safegate_live::run::run(&live_run, policy, &mut on_progress).await;
         r
     })?;
     if tty {
         eprintln!();
     }
     let run_report = RunReport {
-        label: format!("live: {}", variant.label),
+        label: format!("live: {label}"),
         policy: report.policy,
         scenario: variant.scenario.clone(),
         outcome: Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) },
@@ -236,7 +252,10 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         }
     }
     if report.lost != 0 {
-        eprintln!("error: {} admitted jobs are unaccounted for (admitted − completed − failed − in backlog)", report.lost);
+        eprintln!(
+            "error: {} admitted jobs are unaccounted for (admitted − completed − failed − in backlog)",
+            report.lost
+        );
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
@@ -327,7 +346,11 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
             },
         )
         .await?;
-        eprintln!("safegate executor: {} executors serving {}", args.executors, safegate_live::backlog::redact(&args.redis));
+        eprintln!(
+            "safegate executor: {} executors serving {}",
+            args.executors,
+            safegate_live::backlog::redact(&args.redis)
+        );
         let _ = tokio::signal::ctrl_c().await;
         pool.stop(Duration::from_secs(5)).await;
         anyhow::Ok(())

@@ -185,7 +185,13 @@ pub(crate) fn render_table(
     s
 }
 
-pub(crate) fn render_chart(title: &str, mode: &str, scenario: &Scenario, cfg: &Config, reports: &[RunReport]) -> String {
+pub(crate) fn render_chart(
+    title: &str,
+    mode: &str,
+    scenario: &Scenario,
+    cfg: &Config,
+    reports: &[RunReport],
+) -> String {
     let mut queue = Vec::new();
     let mut admit = Vec::new();
     let mut health = None;

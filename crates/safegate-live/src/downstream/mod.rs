@@ -366,9 +366,8 @@ async fn get_state(State(shared): App) -> Json<DownstreamStats> {
 /// Check that a downstream at `url` (`http://HOST:PORT…`) accepts connections, within 2 s.
 pub async fn probe(url: &str) -> Result<(), LiveError> {
     let err = |message: String| LiveError::Downstream { url: url.to_string(), message };
-    let rest = url
-        .strip_prefix("http://")
-        .ok_or_else(|| err("expected http://HOST:PORT (https is not supported)".into()))?;
+    let rest =
+        url.strip_prefix("http://").ok_or_else(|| err("expected http://HOST:PORT (https is not supported)".into()))?;
     let authority = rest.split('/').next().unwrap_or_default();
     if authority.is_empty() {
         return Err(err("no host in the URL".into()));

@@ -338,7 +338,8 @@ impl Scheduler {
     fn complete(&mut self, job: Job) {
         // The fault's error rate, and the scenario's failure chance p(H) at the completion's
         // health (docs/model.md §Retries: a completion fails with p(H) and comes back).
-        let p_model = if self.failures.enabled() { self.failures.probability(self.health().piece(self.t).0) } else { 0.0 };
+        let p_model =
+            if self.failures.enabled() { self.failures.probability(self.health().piece(self.t).0) } else { 0.0 };
         let p = 1.0 - (1.0 - self.faults.error_rate) * (1.0 - p_model);
         let error = p > 0.0 && self.rng.random::<f64>() < p;
         let ms = self.faults.added_latency_ms;

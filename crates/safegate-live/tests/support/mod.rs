@@ -1,0 +1,77 @@
+//! Shared by the live system's integration tests: scenarios from TOML, a live run on a
+//! private redis-server, and the stochastic simulator's replications of the same scenario.
+#![allow(dead_code, unreachable_pub)]
+
+use safegate_live::run::{LiveOptions, LivePolicy, LiveReport, LiveRun};
+use safegate_sim::variants::variants;
+use safegate_sim::{Config, RunOptions, Scenario};
+
+/// A scenario and its resolved configuration.
+pub(crate) fn scenario(toml: &str) -> (Scenario, Config) {
+    let s = Scenario::from_toml(toml, "<test>").unwrap();
+    let c = s.config("<test>").unwrap();
+    (s, c)
+}
+
+/// Play `policy` live at `speed` on a private redis-server.
+pub(crate) async fn live_with(cfg: &Config, policy: LivePolicy, speed: f64) -> LiveReport {
+    let run = LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() } };
+    safegate_live::run::run(&run, policy, &mut |_| {}).await.unwrap()
+}
+
+/// Play the scenario's primary policy live at `speed` on a private redis-server.
+pub(crate) async fn live(s: &Scenario, cfg: &Config, speed: f64) -> LiveReport {
+    let policy = variants(s, false).unwrap().pop().unwrap().policy;
+    let run = LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() } };
+    safegate_live::run::run(&run, policy.into(), &mut |_| {}).await.unwrap()
+}
+
+/// The backlog averaged over each whole model second `[k, k + 1)`, `k < duration`.
+pub(crate) fn per_second(t: &[f64], q: &[f64], duration: f64) -> Vec<f64> {
+    let n = duration.floor() as usize;
+    let mut sum = vec![0.0; n];
+    let mut cnt = vec![0usize; n];
+    for (&t, &q) in t.iter().zip(q) {
+        let k = t.floor() as usize;
+        if k < n {
+            sum[k] += q;
+            cnt[k] += 1;
+        }
+    }
+    sum.iter().zip(&cnt).map(|(s, &c)| if c > 0 { s / c as f64 } else { f64::NAN }).collect()
+}
+
+/// Per-second backlog of `reps` stochastic replications (seeds 1…reps): for each second,
+/// the mean, the 5th and the 95th percentile across replications.
+pub(crate) fn sim_band(s: &Scenario, cfg: &Config, reps: u64) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let mut runs: Vec<Vec<f64>> = Vec::new();
+    for seed in 1..=reps {
+        let mut c = cfg.clone();
+        c.seed = seed * 7919;
+        let mut policy = variants(s, false).unwrap().pop().unwrap().policy;
+        let out = safegate_sim::run_stochastic(&c, &mut policy, RunOptions { record_every: Some(1), progress: None })
+            .unwrap();
+        let series = out.series.unwrap();
+        runs.push(per_second(&series.t, &series.queue, c.duration));
+    }
+    let n = runs[0].len();
+    let mut mean = Vec::with_capacity(n);
+    let mut lo = Vec::with_capacity(n);
+    let mut hi = Vec::with_capacity(n);
+    for k in 0..n {
+        let mut v: Vec<f64> = runs.iter().map(|r| r[k]).collect();
+        v.sort_by(f64::total_cmp);
+        mean.push(v.iter().sum::<f64>() / v.len() as f64);
+        let at = |p: f64| v[((p * (v.len() - 1) as f64).round() as usize).min(v.len() - 1)];
+        lo.push(at(0.05));
+        hi.push(at(0.95));
+    }
+    (mean, lo, hi)
+}
+
+/// The project's physical limit over the run \[requests\]: the ideal pool's goodput
+/// ([`safegate_sim::compare::physical_limit`]: the fluid model with exactly `min(q, C)`
+/// executors, admitting everything) times the duration.
+pub(crate) fn physical_limit(cfg: &Config) -> f64 {
+    safegate_sim::compare::physical_limit(cfg).unwrap() * cfg.duration
+}
