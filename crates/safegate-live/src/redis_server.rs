@@ -19,6 +19,7 @@ pub struct RedisServer {
     port: u16,
     dir: PathBuf,
     persistent: bool,
+    password: Option<String>,
     binary: PathBuf,
 }
 
@@ -46,11 +47,17 @@ impl RedisServer {
     /// Start a server on a free port. `persistent`: an append-only file fsynced on every
     /// write (`appendfsync always`), so a restart loses nothing that was acknowledged.
     pub fn start(persistent: bool) -> Result<Self, LiveError> {
+        Self::start_with(persistent, None)
+    }
+
+    /// [`RedisServer::start`], requiring `password` (`requirepass`) when given.
+    pub fn start_with(persistent: bool, password: Option<&str>) -> Result<Self, LiveError> {
         let binary = find_redis_server()?;
         let dir = std::env::temp_dir().join(format!("safegate-redis-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir)
             .map_err(|source| LiveError::Io { what: format!("creating {}", dir.display()), source })?;
-        let mut s = Self { child: None, port: free_port()?, dir, persistent, binary };
+        let password = password.map(str::to_string);
+        let mut s = Self { child: None, port: free_port()?, dir, persistent, password, binary };
         s.spawn()?;
         Ok(s)
     }
@@ -63,6 +70,9 @@ impl RedisServer {
             .arg("--dir")
             .arg(&self.dir)
             .args(["--logfile", "redis.log"]);
+        if let Some(p) = &self.password {
+            cmd.arg("--requirepass").arg(p);
+        }
         if self.persistent {
             cmd.args(["--appendonly", "yes", "--appendfsync", "always"]);
         } else {

@@ -182,7 +182,10 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         heartbeat: Duration::from_secs(1),
         executors: !args.external_executors,
     };
-    opts.check().map_err(|e| anyhow::anyhow!("--{}", e.to_string().replacen('.', "-", 1)))?;
+    opts.check().map_err(|e| {
+        let flag = format!("--{}", e.field.replace('.', "-"));
+        anyhow::anyhow!("{}", e.to_string().replacen(&e.field, &flag, 1))
+    })?;
     let live_run = LiveRun { cfg: cfg.clone(), opts };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -1,0 +1,148 @@
+//! `safegate live` and `safegate executor` from the outside: a short run with its JSON and
+//! its `/metrics`, and bad inputs that must end in a clear message and exit status 2.
+//! Servers are private, on free loopback ports.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use safegate_live::redis_server::{free_port, RedisServer};
+
+fn safegate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).output().expect("run safegate")
+}
+
+fn fails_with(out: &Output, needle: &str) {
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "status {:?}; stderr: {err}", out.status);
+    assert!(err.contains(needle), "stderr lacks {needle:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn a_short_live_run_reports_the_books_as_json() {
+    let dir = std::env::temp_dir().join(format!("safegate-live-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["live", "--duration", "20", "--speed", "10", "--json", "--no-metrics"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["report"];
+    let a = &r["accounting"];
+    assert_eq!(r["lost"], 0);
+    let n = |k: &str| a[k].as_u64().unwrap();
+    assert!(n("admitted") > 1000, "{a}");
+    assert_eq!(n("admitted"), n("completed") + n("failed") + n("in_backlog"));
+    assert_eq!(n("offered"), n("admitted") + n("rejected") + n("rejected_full"));
+    assert!(r["series"]["queue"].as_array().unwrap().len() > 300);
+    assert!(r["summary"]["mean_sojourn"].as_f64().unwrap() > 0.0);
+    assert!(v["chart"].is_null(), "--json writes no chart unless asked");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn get(addr: &str, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut body = String::new();
+    s.read_to_string(&mut body).ok()?;
+    Some(body)
+}
+
+#[test]
+fn metrics_are_served_while_it_runs() {
+    let port = free_port().unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["live", "--duration", "100", "--speed", "10", "--no-svg", "--metrics", &addr])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let t = Instant::now();
+    let mut seen = None;
+    while t.elapsed() < Duration::from_secs(8) {
+        if let Some(body) = get(&addr, "/metrics") {
+            if body.contains("safegate_requests_admitted_total")
+                && !body.contains("safegate_requests_admitted_total 0\n")
+            {
+                seen = Some(body);
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let body = seen.expect("/metrics answered with admissions within 8 s");
+    for name in [
+        "safegate_limit",
+        "safegate_in_flight",
+        "safegate_waiting",
+        "safegate_admit_share",
+        "safegate_backlog",
+        "safegate_jobs_lost 0",
+        "safegate_requests_rejected_total{reason=\"full\"}",
+    ] {
+        assert!(body.contains(name), "{name} missing from:\n{body}");
+    }
+}
+
+#[test]
+fn bad_inputs_are_clear_errors() {
+    // A malformed scenario.
+    let bad = std::env::temp_dir().join(format!("safegate-live-bad-{}.toml", std::process::id()));
+    std::fs::write(&bad, "[traffic]\nrate = \"fast\"\n").unwrap();
+    fails_with(&safegate(&["live", bad.to_str().unwrap(), "--no-svg"]), "traffic.rate");
+    std::fs::write(&bad, "[traffic]\nrate = -5\n").unwrap();
+    fails_with(&safegate(&["live", bad.to_str().unwrap(), "--no-svg"]), "traffic.rate");
+    let _ = std::fs::remove_file(&bad);
+    // Unreachable Redis.
+    let port = free_port().unwrap();
+    fails_with(
+        &safegate(&["live", "--redis", &format!("redis://127.0.0.1:{port}/"), "--no-svg"]),
+        &format!("127.0.0.1:{port}"),
+    );
+    fails_with(&safegate(&["live", "--redis", "not-a-url", "--no-svg"]), "parsing the URL");
+    // Password-protected Redis, without and with a wrong password.
+    let locked = RedisServer::start_with(false, Some("s3cret")).unwrap();
+    let out = safegate(&["live", "--redis", &locked.url(), "--no-svg"]);
+    fails_with(&out, "NOAUTH");
+    let wrong = format!("redis://:wrong@127.0.0.1:{}/", locked.port());
+    let out = safegate(&["live", "--redis", &wrong, "--no-svg"]);
+    fails_with(&out, "redis at redis://…@127.0.0.1");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("wrong"), "the password is not printed");
+    drop(locked);
+    // A port in use for the metrics endpoint.
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    fails_with(&safegate(&["live", "--metrics", &addr, "--no-svg"]), &addr);
+    // A downstream that refuses connections.
+    let port = free_port().unwrap();
+    fails_with(&safegate(&["live", "--downstream", &format!("http://127.0.0.1:{port}"), "--no-svg"]), "cannot connect");
+    fails_with(&safegate(&["live", "--downstream", "ftp://x", "--no-svg"]), "http://HOST:PORT");
+    // Ranges of the flags.
+    fails_with(&safegate(&["live", "--speed", "0", "--no-svg"]), "--speed");
+    fails_with(&safegate(&["live", "--speed", "nan", "--no-svg"]), "--speed");
+    fails_with(&safegate(&["live", "--timeout", "-1", "--no-svg"]), "--timeout");
+    fails_with(&safegate(&["live", "--retry-probability", "2", "--no-svg"]), "--retry-probability");
+    // No redis-server on PATH.
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["live", "--no-svg"])
+        .env("PATH", "/nonexistent")
+        .env_remove("SAFEGATE_REDIS_SERVER")
+        .output()
+        .unwrap();
+    fails_with(&out, "apt-get install -y redis-server");
+    // The executor process.
+    let port = free_port().unwrap();
+    fails_with(
+        &safegate(&["executor", "--redis", &format!("redis://127.0.0.1:{port}/")]),
+        &format!("127.0.0.1:{port}"),
+    );
+    fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "0"]), "--executors");
+}
