@@ -12,6 +12,7 @@ use clap::Args;
 use safegate_live::loadgen::RetryPolicy;
 use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget};
 use safegate_sim::variants::variants;
+use safegate_core::Policy as _;
 use safegate_sim::{Outcome, Scenario};
 
 use crate::run_cmd::{toml_float, RunReport};
@@ -82,6 +83,9 @@ pub(crate) struct LiveArgs {
     /// Longest wait for one downstream call, in model seconds (then the attempt fails).
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     timeout: f64,
+    /// Do not run the stochastic simulator on the same scenario beside the live run.
+    #[arg(long)]
+    no_sim: bool,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -150,17 +154,43 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
         .pop()
         .context("the scenario gave no policy")?;
-    let (label, policy): (String, LivePolicy) = match &args.policy {
-        None => (variant.label.clone(), variant.policy.into()),
-        Some(spec) => {
-            let p = LivePolicy::from_spec(spec, &cfg, scenario.boundary.as_ref())
-                .map_err(|e| anyhow::anyhow!("--policy {spec}: {e}"))?;
-            let label = match &scenario.boundary {
-                Some(b) => format!("{spec} under {}", b.name.as_deref().unwrap_or("the boundary")),
-                None => spec.to_string(),
-            };
-            (label, p)
-        }
+    let make = || -> Result<(String, LivePolicy)> {
+        Ok(match &args.policy {
+            None => (variant.label.clone(), variant.policy.clone().into()),
+            Some(spec) => {
+                let p = LivePolicy::from_spec(spec, &cfg, scenario.boundary.as_ref())
+                    .map_err(|e| anyhow::anyhow!("--policy {spec}: {e}"))?;
+                let label = match &scenario.boundary {
+                    Some(b) => format!("{spec} under {}", b.name.as_deref().unwrap_or("the boundary")),
+                    None => spec.to_string(),
+                };
+                (label, p)
+            }
+        })
+    };
+    let (label, policy) = make()?;
+    // The same scenario and policy in the stochastic simulator, for the side-by-side
+    // column (milliseconds beside a live run's seconds).
+    let sim = if args.no_sim {
+        None
+    } else {
+        let (_, mut p) = make()?;
+        let steps = cfg.steps();
+        let stride = (steps / 20_000).max(1) as usize;
+        let out = safegate_sim::run(
+            safegate_sim::Mode::Stochastic,
+            &cfg,
+            &mut p,
+            safegate_sim::RunOptions { record_every: Some(stride), progress: None },
+        )
+        .with_context(|| format!("scenario {origin}"))?;
+        Some(RunReport {
+            label: format!("model: {label}"),
+            policy: p.name(),
+            scenario: variant.scenario.clone(),
+            outcome: out,
+            filter: p.filter_stats(),
+        })
     };
     let retry = match (args.retry_probability, args.retry_budget) {
         (None, None) => None,
@@ -229,14 +259,22 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         outcome: Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) },
         filter: report.filter,
     };
-    let mode = format!("live on Redis at {}× speed", report.speed);
+    let mode = if args.no_sim {
+        format!("live on Redis at {}× speed", report.speed)
+    } else {
+        format!("live on Redis at {}× speed, beside the stochastic model", report.speed)
+    };
     let chart = match (&args.svg, args.no_svg || args.json) {
         (Some(p), _) => Some(p.clone()),
         (None, false) => Some(PathBuf::from("safegate-live.svg")),
         (None, true) => None,
     };
+    let mut columns: Vec<RunReport> = sim.into_iter().collect();
+    let sim_json = columns.first().map(|r| serde_json::json!({ "label": r.label, "summary": r.outcome.summary }));
+    columns.push(run_report);
+    let run_report = columns.last().expect("the live column");
     if let Some(path) = &chart {
-        let svg = render_chart("safegate live", &mode, &scenario, &cfg, std::slice::from_ref(&run_report));
+        let svg = render_chart("safegate live", &mode, &scenario, &cfg, &columns);
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     if args.json {
@@ -244,11 +282,12 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             "scenario": run_report.scenario,
             "label": run_report.label,
             "report": report,
+            "model": sim_json,
             "chart": chart.as_ref().map(|p| p.display().to_string()),
         });
         println!("{}", serde_json::to_string(&doc)?);
     } else {
-        print!("{}", render_table("safegate live", &mode, &scenario, &cfg, &origin, std::slice::from_ref(&run_report)));
+        print!("{}", render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
         print!("{}", render_accounting(&report));
         if let Some(path) = &chart {
             println!("chart: {}", path.display());
