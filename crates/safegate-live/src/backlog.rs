@@ -1,6 +1,6 @@
 //! The backlog in Redis: a stream with one consumer group, admission at the enqueue by a
 //! server-side script, acknowledgements that count, and a reaper that gives a dead
-//! executor's jobs back to the pool (docs/live.md §The backlog).
+//! executor's jobs back to the pool (docs/live.md §The backlog: a stream with a consumer group).
 //!
 //! Keys, under a namespace `ns`:
 //!
@@ -33,21 +33,22 @@ pub const GROUP: &str = "executors";
 ///
 /// KEYS: jobs, gate, count. ARGV: u (a uniform draw in \[0, 1) from the producer), the
 /// job's payload, `1` if it is a retry.
-/// Returns `{code, backlog}`: 0 admitted, 1 rejected by the admission share, 2 rejected
-/// because the backlog is at its bound.
+/// Returns `{code, backlog}`: 0 admitted, 1 rejected by the admission share, 2 passed the
+/// share but the backlog is at its bound (the model's "dropped": the gate's coin comes
+/// first, as in the simulator).
 const ENQUEUE: &str = r#"
 local share = tonumber(redis.call('HGET', KEYS[2], 'admit') or '1') or 1
 local bound = tonumber(redis.call('HGET', KEYS[2], 'bound') or '-1') or -1
 redis.call('HINCRBY', KEYS[3], 'offered', 1)
 if ARGV[3] == '1' then redis.call('HINCRBY', KEYS[3], 'offered_retries', 1) end
 local len = redis.call('XLEN', KEYS[1])
-if bound >= 0 and len >= bound then
-  redis.call('HINCRBY', KEYS[3], 'rejected_full', 1)
-  return {2, len}
-end
 if tonumber(ARGV[1]) >= share then
   redis.call('HINCRBY', KEYS[3], 'rejected_share', 1)
   return {1, len}
+end
+if bound >= 0 and len >= bound then
+  redis.call('HINCRBY', KEYS[3], 'rejected_full', 1)
+  return {2, len}
 end
 local t = redis.call('TIME')
 local at = string.format('%.0f', tonumber(t[1]) * 1000000 + tonumber(t[2]))

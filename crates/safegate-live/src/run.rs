@@ -465,7 +465,9 @@ pub async fn run(
         .unwrap_or_default();
     let totals = Totals {
         offered: acc.offered as f64,
-        admitted: acc.admitted as f64,
+        // As the simulator counts: admitted by the gate, of which `dropped` found the
+        // backlog full (the accounting's `admitted` is what entered the backlog).
+        admitted: (acc.admitted + acc.rejected_full) as f64,
         rejected: acc.rejected as f64,
         dropped: acc.rejected_full as f64,
         cleared: acc.completed as f64,

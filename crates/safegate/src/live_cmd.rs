@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use safegate_core::Policy as _;
 use safegate_live::loadgen::RetryPolicy;
 use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget};
 use safegate_sim::variants::variants;
-use safegate_core::Policy as _;
 use safegate_sim::{Outcome, Scenario};
 
 use crate::run_cmd::{toml_float, RunReport};
