@@ -6,7 +6,7 @@ mod support;
 
 use safegate_core::controllers::PolicySpec;
 use safegate_live::run::LivePolicy;
-use support::{live, live_with, per_second, physical_limit, scenario, sim_band};
+use support::{live, live_with, per_second, physical_limit, scenario, sim_band, SERIAL};
 
 const SPEED: f64 = 10.0;
 
@@ -21,6 +21,7 @@ fn compare(live_q: &[f64], mean: &[f64], lo: &[f64], hi: &[f64], from: usize, sl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_dip_at_55_tracks_the_simulator_and_recovers() {
+    let _serial = SERIAL.lock().await;
     let (s, cfg) = scenario(
         r#"
         [traffic]
@@ -52,6 +53,7 @@ async fn one_dip_at_55_tracks_the_simulator_and_recovers() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_band_at_80_tracks_the_simulator_gate_off_and_on() {
+    let _serial = SERIAL.lock().await;
     for sensitivity in [0.0, 1.0] {
         let (s, cfg) = scenario(&format!(
             r#"
@@ -92,6 +94,7 @@ async fn the_band_at_80_tracks_the_simulator_gate_off_and_on() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_filter_with_the_concurrency_cap_keeps_the_band_below_theta_at_80() {
+    let _serial = SERIAL.lock().await;
     let (_, cfg) = scenario(
         r#"
         [traffic]

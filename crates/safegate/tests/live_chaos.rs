@@ -17,6 +17,9 @@ use safegate_live::downstream::{Downstream, DownstreamConfig, Faults};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
 
+/// The two tests measure wall-clock behaviour: one at a time.
+static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn executor(redis: &str, downstream: &str, executors: u32, slots: u32, timeout_ms: u64) -> Child {
     Command::new(env!("CARGO_BIN_EXE_safegate"))
         .args(["executor", "--redis", redis, "--downstream", downstream, "--namespace", "chaos"])
@@ -36,6 +39,7 @@ async fn downstream(speed: f64) -> Downstream {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
+    let _serial = SERIAL.lock().await;
     let mut redis = RedisServer::start(true).expect("redis-server on PATH (scripts/test installs it)");
     let url = redis.url();
     let ds = downstream(10.0).await;
@@ -121,6 +125,7 @@ async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_dead_executors_job_is_back_in_work_within_two_seconds() {
+    let _serial = SERIAL.lock().await;
     let redis = RedisServer::start(false).expect("redis-server on PATH");
     let url = redis.url();
     let ds = downstream(1.0).await;

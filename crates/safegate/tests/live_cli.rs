@@ -9,6 +9,13 @@ use std::time::{Duration, Instant};
 
 use safegate_live::redis_server::{free_port, RedisServer};
 
+/// The live runs here measure wall-clock behaviour: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn safegate(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).output().expect("run safegate")
 }
@@ -22,6 +29,7 @@ fn fails_with(out: &Output, needle: &str) {
 
 #[test]
 fn a_short_live_run_reports_the_books_as_json() {
+    let _serial = serial();
     let dir = std::env::temp_dir().join(format!("safegate-live-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
@@ -55,6 +63,7 @@ fn get(addr: &str, path: &str) -> Option<String> {
 
 #[test]
 fn metrics_are_served_while_it_runs() {
+    let _serial = serial();
     let port = free_port().unwrap();
     let addr = format!("127.0.0.1:{port}");
     let mut child = Command::new(env!("CARGO_BIN_EXE_safegate"))

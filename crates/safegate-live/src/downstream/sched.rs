@@ -336,6 +336,9 @@ impl Scheduler {
     }
 
     fn complete(&mut self, job: Job) {
+        // The job is off the heap: the count is right before its reply is (a client that
+        // reads the state after its answer sees itself gone).
+        self.counters.in_service.store(self.heap.len() as u32, AtomicOrdering::Relaxed);
         // The fault's error rate, and the scenario's failure chance p(H) at the completion's
         // health (docs/model.md §Retries: a completion fails with p(H) and comes back).
         let p_model =

@@ -6,6 +6,10 @@ use safegate_live::run::{LiveOptions, LivePolicy, LiveReport, LiveRun};
 use safegate_sim::variants::variants;
 use safegate_sim::{Config, RunOptions, Scenario};
 
+/// Held by each timing-sensitive test: live runs measure wall-clock behaviour, and two at
+/// once on a 2-core machine would measure each other.
+pub(crate) static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// A scenario and its resolved configuration.
 pub(crate) fn scenario(toml: &str) -> (Scenario, Config) {
     let s = Scenario::from_toml(toml, "<test>").unwrap();
