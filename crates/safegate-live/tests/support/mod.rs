@@ -2,6 +2,7 @@
 //! private redis-server, and the stochastic simulator's replications of the same scenario.
 #![allow(dead_code, unreachable_pub)]
 
+use safegate_core::{Action, Observation, Policy};
 use safegate_live::run::{LiveOptions, LivePolicy, LiveReport, LiveRun};
 use safegate_sim::variants::variants;
 use safegate_sim::{Config, RunOptions, Scenario};
@@ -71,6 +72,29 @@ pub(crate) fn sim_band(s: &Scenario, cfg: &Config, reps: u64) -> (Vec<f64>, Vec<
         hi.push(at(0.95));
     }
     (mean, lo, hi)
+}
+
+/// The most the pool can clear while the backlog stays at or below `bound` (the safe
+/// set): the fluid model at dt 0.01 with the cap at the throughput peak `n = C`, admitting
+/// exactly what keeps the backlog within `bound` (docs/live.md §Fidelity).
+pub(crate) fn safe_limit(cfg: &Config, bound: f64) -> f64 {
+    struct Oracle {
+        bound: f64,
+        c: u32,
+    }
+    impl Policy for Oracle {
+        fn decide(&mut self, obs: &Observation) -> Action {
+            let admit = if obs.queue < self.bound { 1.0 } else { 0.0 };
+            Action { admit, concurrency: Some(self.c), shed_retries: false }
+        }
+        fn name(&self) -> &'static str {
+            "safe-set-oracle"
+        }
+    }
+    let mut c = cfg.clone();
+    c.dt = 0.01;
+    let mut o = Oracle { bound, c: cfg.pool.comfortable.round().max(1.0) as u32 };
+    safegate_sim::run_fluid(&c, &mut o, RunOptions::default()).unwrap().summary.cleared
 }
 
 /// The project's physical limit over the run \[requests\]: the ideal pool's goodput
