@@ -287,7 +287,7 @@ pub async fn run(
         DownstreamTarget::Emulated => Some(
             Downstream::start(
                 DownstreamConfig {
-                    pool: cfg.pool.clone(),
+                    pool: cfg.pool,
                     health: cfg.health.clone(),
                     service: cfg.service,
                     clock,
