@@ -43,6 +43,9 @@ enum BenchWhat {
     Overhead(OverheadArgs),
     /// Admission-control stacks side by side under open-loop overload on in-process backends.
     Overload(crate::overload::OverloadArgs),
+    /// Jobs per second through our Redis plumbing (enqueue, execute, acknowledge; no-op
+    /// job), side by side with apalis-redis (--features peers) on the same Redis.
+    Plumbing(crate::bench_plumbing::PlumbingArgs),
 }
 
 /// Flags of `safegate bench overhead`.
@@ -267,6 +270,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     let a = match &args.what {
         BenchWhat::Overhead(a) => a,
         BenchWhat::Overload(a) => return crate::overload::run(a),
+        BenchWhat::Plumbing(a) => return crate::bench_plumbing::run(a),
     };
     if a.requests == 0 || a.rounds == 0 {
         bail!("--requests and --rounds must be at least 1");

@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod bench_plumbing;
 mod bound_cmd;
 mod chart;
 mod compare_cmd;
@@ -51,7 +52,8 @@ enum Command {
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
     Compare(Box<compare_cmd::CompareArgs>),
     /// Benchmarks on this machine: `bench overhead`, the tower layer's cost per request;
-    /// `bench overload`, limiters side by side under overload.
+    /// `bench overload`, limiters side by side under overload; `bench plumbing`, jobs/s
+    /// through the Redis backlog and executors.
     Bench(bench_cmd::BenchArgs),
     /// Play a scenario on a real Redis-backed worker pool on loopback: a backlog with
     /// admission at the enqueue, executors, a downstream emulator, load and retries.
