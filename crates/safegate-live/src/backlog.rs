@@ -271,6 +271,17 @@ impl std::fmt::Debug for Backlog {
     }
 }
 
+/// Check a key namespace: 1 to 64 of `A–Z a–z 0–9 _ . -` (no glob characters: the
+/// namespace is also a `SCAN` pattern, and `*` would match other applications' keys).
+pub fn check_namespace(ns: &str) -> Result<(), safegate_core::RangeError> {
+    let ok = !ns.is_empty() && ns.len() <= 64 && ns.bytes().all(|b| b.is_ascii_alphanumeric() || b"_.-".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(safegate_core::RangeError::new("namespace", format!("{ns:?}"), "1 to 64 of A-Z a-z 0-9 _ . -"))
+    }
+}
+
 /// The URL without a password, for messages.
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -283,6 +294,7 @@ impl Backlog {
     /// Connect to `url` (checking the server answers `PING` within 2 s) and create the
     /// stream and its group if they do not exist.
     pub async fn connect(url: &str, ns: &str) -> Result<Self, LiveError> {
+        check_namespace(ns)?;
         let shown = redact(url);
         let err = |what: &str| {
             let shown = shown.clone();
@@ -359,12 +371,29 @@ impl Backlog {
         }
     }
 
-    /// Delete every key of the namespace (a fresh run).
+    /// Delete every key of the namespace (a fresh run), found with `SCAN` so a large
+    /// server is never blocked by `KEYS`.
     pub async fn reset(&self) -> Result<(), LiveError> {
         let mut c = self.con.clone();
-        let keys: Vec<String> = c.keys(format!("{}:*", self.ns)).await.map_err(self.err("listing keys"))?;
-        if !keys.is_empty() {
-            let _: () = c.del(keys).await.map_err(self.err("deleting keys"))?;
+        let pattern = format!("{}:*", self.ns);
+        let mut cursor: u64 = 0;
+        loop {
+            let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+                .arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(1000)
+                .query_async(&mut c)
+                .await
+                .map_err(self.err("listing the namespace's keys"))?;
+            if !keys.is_empty() {
+                let _: () = c.del(keys).await.map_err(self.err("deleting the namespace's keys"))?;
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
         }
         self.ensure_group().await
     }

@@ -95,6 +95,7 @@ impl LiveOptions {
         use safegate_core::error::check;
         check::within("speed", self.speed, 0.01, 1000.0, "[0.01, 1000]")?;
         check::within("timeout", self.timeout, 1e-3, 1e6, "[0.001, 1e6] model seconds")?;
+        crate::backlog::check_namespace(&self.namespace)?;
         if let Some(r) = &self.retry {
             check::within("retry.probability", r.probability, 0.0, 1.0, "[0, 1]")?;
             check::within("retry.backoff", r.backoff, 0.0, 1e4, "[0, 1e4] model seconds")?;

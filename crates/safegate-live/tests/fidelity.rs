@@ -139,7 +139,11 @@ async fn the_filter_with_the_concurrency_cap_keeps_the_band_below_theta_at_80() 
     );
     assert!(r.summary.queue_max <= bound, "queue max {} above θ·cap {bound}", r.summary.queue_max);
     assert!(share >= 0.9, "goodput {:.1} % of the safe set's physical limit", share * 100.0);
-    assert!(r.summary.cleared >= 0.85 * unconfined, "goodput {:.1} % of the unconfined ideal pool", 100.0 * r.summary.cleared / unconfined);
+    assert!(
+        r.summary.cleared >= 0.85 * unconfined,
+        "goodput {:.1} % of the unconfined ideal pool",
+        100.0 * r.summary.cleared / unconfined
+    );
     assert!(cycles.len() >= 5);
     for (peak, low) in &cycles {
         assert!(*low <= 0.75 * peak, "no recovery after a dip: peak {peak}, low after it {low}");

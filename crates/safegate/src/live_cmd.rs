@@ -223,6 +223,13 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         .build()
         .context("starting the async runtime")?;
     let tty = std::io::stderr().is_terminal();
+    if let Some(url) = &args.redis {
+        eprintln!(
+            "note: the run starts by deleting the keys under {:?} on {} (--namespace picks another prefix)",
+            format!("{}:", args.namespace),
+            safegate_live::backlog::redact(url)
+        );
+    }
     if !args.json {
         eprintln!(
             "safegate live: {} under {} at {}× ({:.0} s of wall time)",
@@ -393,7 +400,14 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
             args.executors,
             safegate_live::backlog::redact(&args.redis)
         );
-        let _ = tokio::signal::ctrl_c().await;
+        // Ctrl-C or SIGTERM: finish the jobs in hand and leave (SIGKILL leaves them to the
+        // reaper).
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = term.recv() => {}
+        }
         pool.stop(Duration::from_secs(5)).await;
         anyhow::Ok(())
     })?;

@@ -139,6 +139,7 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&safegate(&["live", "--speed", "nan", "--no-svg"]), "--speed");
     fails_with(&safegate(&["live", "--timeout", "-1", "--no-svg"]), "--timeout");
     fails_with(&safegate(&["live", "--retry-probability", "2", "--no-svg"]), "--retry-probability");
+    fails_with(&safegate(&["live", "--namespace", "*", "--no-svg"]), "--namespace");
     // No redis-server on PATH.
     let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
         .args(["live", "--no-svg"])
