@@ -8,6 +8,7 @@
 
 pub mod backlog;
 pub mod clock;
+pub mod coord;
 pub mod downstream;
 pub mod error;
 pub mod executor;

@@ -1,0 +1,89 @@
+//! The coordination price script against a real redis-server on a free loopback port.
+
+use std::time::{Duration, Instant};
+
+use safegate_live::coord::{Coordinator, Grant, PriceConfig};
+use safegate_live::redis_server::RedisServer;
+
+fn cfg(lease_ms: u64) -> PriceConfig {
+    PriceConfig { capacity: 150.0, gamma: 1e-3, lease_ms, max_step_ms: 100 }
+}
+
+/// Every gate refreshes every 10 ms for `secs`; returns each gate's last grant.
+async fn run(c: &Coordinator, demands: &[f64], has: &mut [f64], secs: f64) -> Vec<Grant> {
+    let end = Instant::now() + Duration::from_secs_f64(secs);
+    let mut last = Vec::new();
+    while Instant::now() < end {
+        last.clear();
+        for (i, &d) in demands.iter().enumerate() {
+            let g = c.refresh(&format!("g{i}"), d, 1.0, has[i]).await.unwrap();
+            has[i] = g.rate;
+            last.push(g);
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    last
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    s * s / (x.len() as f64 * x.iter().map(|v| v * v).sum::<f64>())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_price_splits_the_capacity_fairly_and_members_leave_after_their_lease() {
+    let server = RedisServer::start(false).expect("redis-server on PATH");
+    let c = Coordinator::connect(&server.url(), "f1", cfg(300)).await.unwrap();
+    // Saturated gates: the equal split of 150.
+    let mut has = vec![1000.0; 4];
+    let g = run(&c, &[100.0; 4], &mut has, 2.0).await;
+    let rates: Vec<f64> = g.iter().map(|g| g.rate).collect();
+    eprintln!("equal demands: {rates:?}, price {}", g[0].price);
+    assert!(rates.iter().all(|r| (r - 37.5).abs() <= 0.1 * 37.5), "{rates:?}");
+    assert!(jain(&rates) >= 0.99);
+    assert_eq!(g[0].members, 4);
+    assert!(!g[3].learning, "learning ends after one lease");
+    // A small gate keeps its demand; the others share what is left.
+    let g = run(&c, &[10.0, 100.0, 100.0, 100.0], &mut has, 2.0).await;
+    let rates: Vec<f64> = g.iter().map(|g| g.rate).collect();
+    eprintln!("one small gate: {rates:?}");
+    assert!((rates[0] - 10.0).abs() < 1e-9, "{rates:?}");
+    for r in &rates[1..] {
+        assert!((r - 140.0 / 3.0).abs() <= 0.1 * 140.0 / 3.0, "{rates:?}");
+    }
+    // Gate 3 goes silent: after a lease it leaves, and the others share its part.
+    let mut has3 = has[..3].to_vec();
+    let g = run(&c, &[100.0; 3], &mut has3, 2.0).await;
+    let rates: Vec<f64> = g.iter().map(|g| g.rate).collect();
+    eprintln!("three gates: {rates:?}");
+    assert_eq!(g[0].members, 3);
+    assert!(rates.iter().all(|r| (r - 50.0).abs() <= 0.1 * 50.0), "{rates:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fresh_coordinator_learns_for_one_lease_before_handing_out_more() {
+    let server = RedisServer::start(false).expect("redis-server on PATH");
+    let c = Coordinator::connect(&server.url(), "f2", cfg(500)).await.unwrap();
+    // Four gates that held 20 each before the coordinator lost its state.
+    let mut has = vec![20.0; 4];
+    let t0 = Instant::now();
+    let g = run(&c, &[100.0; 4], &mut has, 0.3).await;
+    assert!(g.iter().all(|g| g.learning && g.rate <= 20.0 + 1e-9), "{g:?}");
+    assert!(t0.elapsed() < Duration::from_millis(500));
+    let g = run(&c, &[100.0; 4], &mut has, 1.5).await;
+    assert!(g.iter().all(|g| !g.learning), "{g:?}");
+    assert!(g.iter().all(|g| (g.rate - 37.5).abs() <= 0.1 * 37.5), "{g:?}");
+}
+
+#[tokio::test]
+async fn bad_settings_and_an_unreachable_redis_are_errors() {
+    let port = safegate_live::redis_server::free_port().unwrap();
+    let e = Coordinator::connect(&format!("redis://127.0.0.1:{port}/"), "f", cfg(300)).await.unwrap_err();
+    assert!(e.to_string().contains(&format!("127.0.0.1:{port}")), "{e}");
+    let e = Coordinator::connect("redis://127.0.0.1:6379/", "f", PriceConfig { gamma: f64::NAN, ..cfg(300) })
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("gamma"), "{e}");
+    let e = Coordinator::connect("redis://127.0.0.1:6379/", "f*", cfg(300)).await.unwrap_err();
+    assert!(e.to_string().contains("namespace"), "{e}");
+}
