@@ -148,6 +148,23 @@ impl RedisServer {
         let _ = child.wait();
     }
 
+    /// Start a stopped server again on the same port and directory (after
+    /// [`RedisServer::stop`]: an outage of any length). A running one is left alone.
+    pub fn start_again(&mut self) -> Result<(), LiveError> {
+        if self.child.is_some() {
+            return Ok(());
+        }
+        self.spawn()
+    }
+
+    /// Whether the server process is running (started and not stopped).
+    pub fn is_running(&mut self) -> bool {
+        match self.child.as_mut() {
+            Some(c) => matches!(c.try_wait(), Ok(None)),
+            None => false,
+        }
+    }
+
     /// Stop the server and start it again on the same port and directory (with
     /// persistence, the data survives).
     pub fn restart(&mut self) -> Result<(), LiveError> {
