@@ -82,7 +82,7 @@ pub struct GateStats {
 
 /// Burst of the token bucket \[s of the current rate\]: the fleet's bound holds over any
 /// window longer than this.
-const BURST: f64 = 0.1;
+const BURST: f64 = 0.3;
 
 /// Run one gate until `stop`.
 pub async fn run_gate(
@@ -191,4 +191,106 @@ pub async fn run_gate(
         }
     }
     let _ = refresher.await;
+}
+
+/// What a gate does when the price goes silent (docs/fleet.md §When the price goes silent).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Mode {
+    /// Hold the last grant, also past its lease (the seed's frozen policy).
+    Freeze,
+    /// Local control without the price: the gate's own limit (the common bug of
+    /// Redis-backed limiters: each gate falls back to its full local limit).
+    Fallback,
+    /// Freeze until the lease expires, then `bound / N̂` with `N̂` the largest membership
+    /// seen; after the coordinator returns, no more than held until one lease has passed.
+    Hybrid,
+}
+
+impl Mode {
+    /// Every mode, as named on the command line.
+    pub const ALL: [Mode; 3] = [Mode::Freeze, Mode::Fallback, Mode::Hybrid];
+
+    /// The mode's name.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Mode::Freeze => "freeze",
+            Mode::Fallback => "fallback",
+            Mode::Hybrid => "hybrid",
+        }
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL
+            .into_iter()
+            .find(|m| m.name() == s)
+            .ok_or_else(|| format!("unknown mode {s:?}: expected freeze, fallback or hybrid"))
+    }
+}
+
+/// The three modes over one gate's view: the last grant and its lease, the largest
+/// membership seen, the local limit, and a learning period after silence ends.
+#[derive(Debug, Clone)]
+pub struct Keeper {
+    mode: Mode,
+    bound: f64,
+    local: f64,
+    grant: Option<(f64, f64)>,
+    members: u32,
+    silent_since: Option<f64>,
+    learning_until: f64,
+    held: f64,
+}
+
+impl Keeper {
+    /// A keeper for a fleet whose bound is `bound` \[req/s\], this gate's local limit
+    /// `local` (what fallback admits).
+    pub fn new(mode: Mode, bound: f64, local: f64) -> Self {
+        Self { mode, bound, local, grant: None, members: 1, silent_since: None, learning_until: 0.0, held: 0.0 }
+    }
+}
+
+impl LossPolicy for Keeper {
+    fn on_grant(&mut self, now: f64, g: &Grant, lease: f64) {
+        if self.silent_since.take().is_some() && self.mode == Mode::Hybrid {
+            // Back from silence: for one lease, no more than held (others may still hold
+            // what they took while the price was away).
+            self.learning_until = now + lease;
+        }
+        let rate = if now < self.learning_until { g.rate.min(self.held) } else { g.rate };
+        self.grant = Some((rate, now + lease));
+        self.members = self.members.max(g.members);
+    }
+
+    fn on_silence(&mut self, now: f64) {
+        self.silent_since.get_or_insert(now);
+    }
+
+    fn limit(&mut self, now: f64) -> (f64, bool) {
+        let fresh = self.silent_since.is_none();
+        let l = match (self.mode, self.grant) {
+            (_, None) => match self.mode {
+                Mode::Fallback => self.local,
+                _ => self.bound / f64::from(self.members.max(1)),
+            },
+            (_, Some((g, _))) if fresh => g,
+            (Mode::Freeze, Some((g, _))) => g,
+            (Mode::Fallback, Some(_)) => self.local,
+            (Mode::Hybrid, Some((g, expiry))) => {
+                if now < expiry {
+                    g
+                } else {
+                    (self.bound / f64::from(self.members.max(1))).min(self.local)
+                }
+            }
+        };
+        self.held = l;
+        (l, fresh)
+    }
+
+    fn name(&self) -> &'static str {
+        self.mode.name()
+    }
 }

@@ -14,6 +14,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod fleet_cmd;
 mod live_cmd;
 mod overload;
 mod policy_arg;
@@ -61,6 +62,12 @@ enum Command {
     /// Run executors as a separate process against a live run's Redis (see `live
     /// --external-executors`).
     Executor(live_cmd::ExecutorArgs),
+    /// A fleet of gate processes sharing one downstream, coordinated by a price over
+    /// Redis; `--outage START:LEN` stops the coordinator for a while.
+    Fleet(fleet_cmd::FleetArgs),
+    /// One gate of a fleet (started by `safegate fleet`).
+    #[command(hide = true)]
+    FleetGate(fleet_cmd::FleetGateArgs),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +82,8 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),
         Some(Command::Executor(args)) => live_cmd::executor(&args),
+        Some(Command::Fleet(args)) => fleet_cmd::run(&args),
+        Some(Command::FleetGate(args)) => fleet_cmd::gate(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };

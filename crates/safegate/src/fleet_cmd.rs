@@ -1,0 +1,405 @@
+//! `safegate fleet`: M gate processes sharing one downstream, coordinated by a price over
+//! Redis, with an optional coordinator outage; and `safegate fleet-gate`, one such process.
+
+use std::process::{ExitCode, Stdio};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::Args;
+use safegate_live::coord::{Coordinator, PriceConfig};
+use safegate_live::downstream::{Downstream, DownstreamConfig};
+use safegate_live::fleet_gate::{run_gate, GateConfig, GateStats, Keeper, Mode};
+use safegate_live::redis_server::RedisServer;
+use safegate_live::ModelClock;
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, BufReader};
+
+/// Flags of `safegate fleet`.
+#[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
+pub(crate) struct FleetArgs {
+    /// Gate processes.
+    #[arg(long, default_value_t = 8)]
+    nodes: u32,
+    /// The coordination Redis; without it a private redis-server is started (needed for
+    /// `--outage`).
+    #[arg(long, value_name = "URL")]
+    redis: Option<String>,
+    /// The fleet's bound: the dependency's capacity the price shares \[req/s\].
+    #[arg(long, default_value_t = 150.0, value_name = "REQ_PER_S")]
+    capacity: f64,
+    /// Total demand over all gates, split equally \[req/s\] (default: twice the capacity).
+    #[arg(long, value_name = "REQ_PER_S")]
+    demand: Option<f64>,
+    /// Seconds to run.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    secs: f64,
+    /// What each gate does when the price goes silent: freeze, fallback or hybrid.
+    #[arg(long, default_value = "hybrid")]
+    mode: String,
+    /// Lease of a grant \[ms\].
+    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    lease_ms: u64,
+    /// Refresh interval of each gate \[ms\].
+    #[arg(long, default_value_t = 250, value_name = "MS")]
+    refresh_ms: u64,
+    /// The price's gain γ.
+    #[arg(long, default_value_t = 1e-3)]
+    gamma: f64,
+    /// Stop the private Redis at START seconds for LEN seconds (`START:LEN`).
+    #[arg(long, value_name = "START:LEN")]
+    outage: Option<String>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Flags of `safegate fleet-gate` (one gate; started by `safegate fleet`).
+#[derive(Debug, Args)]
+pub(crate) struct FleetGateArgs {
+    #[arg(long)]
+    redis: String,
+    #[arg(long)]
+    id: String,
+    #[arg(long)]
+    demand: f64,
+    #[arg(long)]
+    downstream: Option<String>,
+    #[arg(long)]
+    mode: String,
+    #[arg(long)]
+    capacity: f64,
+    #[arg(long)]
+    lease_ms: u64,
+    #[arg(long)]
+    refresh_ms: u64,
+    #[arg(long)]
+    gamma: f64,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+/// One gate's report line (JSON, every 200 ms on the gate's stdout).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Line {
+    id: String,
+    offered: u64,
+    admitted: u64,
+    succeeded: u64,
+    failed: u64,
+    grants: u64,
+    silences: u64,
+    unpriced: u64,
+    limit: f64,
+}
+
+fn price_config(capacity: f64, gamma: f64, lease_ms: u64) -> PriceConfig {
+    PriceConfig { capacity, gamma, lease_ms, max_step_ms: 500 }
+}
+
+pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
+    let mode: Mode = args.mode.parse().map_err(|e: String| anyhow::anyhow!("--mode: {e}"))?;
+    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
+    rt.block_on(async {
+        let coord = Coordinator::connect(&args.redis, "fleet", price_config(args.capacity, args.gamma, args.lease_ms)).await?;
+        let stats = Arc::new(GateStats::default());
+        let (stop_tx, stop) = tokio::sync::watch::channel(false);
+        let cfg = GateConfig {
+            id: args.id.clone(),
+            demand: args.demand,
+            weight: 1.0,
+            refresh: Duration::from_millis(args.refresh_ms),
+            refresh_timeout: Duration::from_millis(args.refresh_ms.min(500)),
+            downstream: args.downstream.clone(),
+            timeout: Duration::from_secs(5),
+            seed: args.seed,
+        };
+        // Fallback's local limit: the whole dependency, as a lone limiter would set it.
+        let keeper = Box::new(Keeper::new(mode, args.capacity, args.capacity));
+        let task = tokio::spawn(run_gate(coord, cfg, keeper, stats.clone(), stop));
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut tick = tokio::time::interval(Duration::from_millis(200));
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {
+                    let l = |c: &std::sync::atomic::AtomicU64| c.load(Ordering::Relaxed);
+                    let line = Line {
+                        id: args.id.clone(),
+                        offered: l(&stats.offered),
+                        admitted: l(&stats.admitted),
+                        succeeded: l(&stats.succeeded),
+                        failed: l(&stats.failed),
+                        grants: l(&stats.grants),
+                        silences: l(&stats.silences),
+                        unpriced: l(&stats.unpriced_decisions),
+                        limit: l(&stats.limit_milli) as f64 / 1e3,
+                    };
+                    println!("{}", serde_json::to_string(&line)?);
+                }
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        let _ = stop_tx.send(true);
+        let _ = task.await;
+        anyhow::Ok(())
+    })?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Per-second aggregate of the fleet.
+#[derive(Debug, Clone, Serialize)]
+struct Second {
+    t: f64,
+    admitted: f64,
+    jain: f64,
+    coordinator_up: bool,
+}
+
+#[derive(Debug, Serialize)]
+struct FleetReport {
+    nodes: u32,
+    mode: &'static str,
+    capacity: f64,
+    demand: f64,
+    seconds: Vec<Second>,
+    gates: Vec<Line>,
+    outage: Option<OutageSummary>,
+    refresh_ms: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+struct OutageSummary {
+    start: f64,
+    length: f64,
+    worst_second: f64,
+    mean_admitted: f64,
+    goodput_share_of_bound: f64,
+    /// Seconds from the coordinator's return until every gate held a new grant and the
+    /// granted shares were fair (Jain ≥ 0.95) and within the bound.
+    fair_again_after: Option<f64>,
+    unpriced_decisions: u64,
+}
+
+fn jain(x: &[f64]) -> f64 {
+    let s: f64 = x.iter().sum();
+    let q: f64 = x.iter().map(|v| v * v).sum();
+    if q > 0.0 {
+        s * s / (x.len() as f64 * q)
+    } else {
+        1.0
+    }
+}
+
+pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
+    let mode: Mode = args.mode.parse().map_err(|e: String| anyhow::anyhow!("--mode: {e}"))?;
+    if !(1..=64).contains(&args.nodes) {
+        bail!("--nodes {}: expected 1 to 64", args.nodes);
+    }
+    if !(args.capacity > 0.0 && args.capacity <= 1e5) {
+        bail!("--capacity {}: expected (0, 100000] req/s", args.capacity);
+    }
+    if !(args.secs > 0.0 && args.secs <= 3600.0) {
+        bail!("--secs {}: expected (0, 3600]", args.secs);
+    }
+    let demand = args.demand.unwrap_or(2.0 * args.capacity);
+    if !(demand >= 0.0 && demand <= 1e6) {
+        bail!("--demand {demand}: expected [0, 1e6] req/s");
+    }
+    price_config(args.capacity, args.gamma, args.lease_ms).check().map_err(|e| anyhow::anyhow!("--{e}"))?;
+    if !(10..=60_000).contains(&args.refresh_ms) {
+        bail!("--refresh-ms {}: expected 10 to 60000", args.refresh_ms);
+    }
+    let outage = match &args.outage {
+        None => None,
+        Some(s) => {
+            let (a, b) = s.split_once(':').with_context(|| format!("--outage {s:?}: expected START:LEN in seconds"))?;
+            let (a, b): (f64, f64) = (a.trim().parse().context("--outage START")?, b.trim().parse().context("--outage LEN")?);
+            if !(a >= 0.0 && b > 0.0 && a + b <= args.secs) {
+                bail!("--outage {s}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ --secs {}", args.secs);
+            }
+            if args.redis.is_some() {
+                bail!("--outage stops the private Redis; it cannot be used with --redis");
+            }
+            Some((a, b))
+        }
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
+    let report = rt.block_on(async {
+        let mut server = match &args.redis {
+            Some(_) => None,
+            None => Some(RedisServer::start(false)?),
+        };
+        let url = args.redis.clone().or_else(|| server.as_ref().map(|s| s.url())).context("a Redis URL")?;
+        // Fail fast on an unreachable coordinator, before any process starts.
+        Coordinator::connect(&url, "fleet", price_config(args.capacity, args.gamma, args.lease_ms)).await?;
+        let ds = Downstream::start(
+            DownstreamConfig { seed: 3, ..DownstreamConfig::new(ModelClock::start(1.0)) },
+            ([127, 0, 0, 1], 0).into(),
+        )
+        .await?;
+        let per_gate = demand / f64::from(args.nodes);
+        let mut children = Vec::new();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Line>();
+        for i in 0..args.nodes {
+            let mut child = tokio::process::Command::new(std::env::current_exe()?)
+                .arg("fleet-gate")
+                .args(["--redis", &url, "--id", &format!("g{i}"), "--demand", &per_gate.to_string()])
+                .args(["--downstream", &ds.url(), "--mode", mode.name()])
+                .args(["--capacity", &args.capacity.to_string(), "--lease-ms", &args.lease_ms.to_string()])
+                .args(["--refresh-ms", &args.refresh_ms.to_string(), "--gamma", &args.gamma.to_string()])
+                .args(["--seed", &(i + 1).to_string()])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::inherit())
+                .kill_on_drop(true)
+                .spawn()
+                .context("starting a fleet-gate process")?;
+            let out = child.stdout.take().context("the gate's stdout")?;
+            let tx = tx.clone();
+            tokio::spawn(async move {
+                let mut lines = BufReader::new(out).lines();
+                while let Ok(Some(l)) = lines.next_line().await {
+                    if let Ok(line) = serde_json::from_str::<Line>(&l) {
+                        let _ = tx.send(line);
+                    }
+                }
+            });
+            children.push(child);
+        }
+        let n = args.nodes as usize;
+        let mut latest: Vec<Line> = (0..n).map(|i| Line { id: format!("g{i}"), ..Line::default() }).collect();
+        let started = Instant::now();
+        let mut seconds = Vec::new();
+        let mut prev: Vec<u64> = vec![0; n];
+        let mut next_sample = started + Duration::from_secs(1);
+        let mut up = true;
+        // After the coordinator returns: each gate's grant count then, and when every gate
+        // had a new grant and the granted shares were fair and within the bound again.
+        let mut returned: Option<(f64, Vec<u64>)> = None;
+        let mut fair_again: Option<f64> = None;
+        while started.elapsed().as_secs_f64() < args.secs {
+            tokio::select! {
+                Some(l) = rx.recv() => {
+                    if let Some(i) = l.id.strip_prefix('g').and_then(|s| s.parse::<usize>().ok()).filter(|&i| i < n) {
+                        latest[i] = l;
+                    }
+                    if let (Some((t_back, grants)), None) = (&returned, fair_again) {
+                        let limits: Vec<f64> = latest.iter().map(|l| l.limit).collect();
+                        let renewed = latest.iter().zip(grants).all(|(l, g)| l.grants > *g);
+                        if renewed && jain(&limits) >= 0.95 && limits.iter().sum::<f64>() <= 1.05 * args.capacity {
+                            fair_again = Some(started.elapsed().as_secs_f64() - t_back);
+                        }
+                    }
+                }
+                _ = tokio::time::sleep_until(next_sample.into()) => {
+                    next_sample += Duration::from_secs(1);
+                    let t = started.elapsed().as_secs_f64();
+                    let per: Vec<f64> = latest.iter().zip(&prev).map(|(l, p)| l.admitted.saturating_sub(*p) as f64).collect();
+                    prev = latest.iter().map(|l| l.admitted).collect();
+                    seconds.push(Second { t, admitted: per.iter().sum(), jain: jain(&per), coordinator_up: up });
+                    if let (Some((a, b)), Some(s)) = (outage, server.as_mut()) {
+                        if up && t >= a && t < a + b {
+                            s.stop();
+                            up = false;
+                        } else if !up && t >= a + b {
+                            s.start_again()?;
+                            up = true;
+                            returned = Some((started.elapsed().as_secs_f64(), latest.iter().map(|l| l.grants).collect()));
+                        }
+                    }
+                    if !args.json {
+                        let last = seconds.last().expect("just pushed");
+                        eprint!(
+                            "\rt {:>5.0} s  admitted {:>7.1}/s (bound {:.0})  Jain {:.3}  coordinator {}   ",
+                            last.t, last.admitted, args.capacity, last.jain, if up { "up" } else { "DOWN" }
+                        );
+                    }
+                }
+            }
+        }
+        if !args.json {
+            eprintln!();
+        }
+        for c in &mut children {
+            if let Some(pid) = c.id() {
+                let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+            }
+        }
+        for c in &mut children {
+            let _ = tokio::time::timeout(Duration::from_secs(3), c.wait()).await;
+            let _ = c.kill().await;
+        }
+        ds.shutdown().await;
+        drop(server);
+        let outage = outage.map(|(a, b)| {
+            let during: Vec<&Second> = seconds.iter().filter(|s| s.t > a + 1.0 && s.t <= a + b).collect();
+            let worst = during.iter().map(|s| s.admitted).fold(0.0, f64::max);
+            let mean = during.iter().map(|s| s.admitted).sum::<f64>() / during.len().max(1) as f64;
+            let back = fair_again;
+            OutageSummary {
+                start: a,
+                length: b,
+                worst_second: worst,
+                mean_admitted: mean,
+                goodput_share_of_bound: mean / args.capacity,
+                fair_again_after: back,
+                unpriced_decisions: latest.iter().map(|l| l.unpriced).sum(),
+            }
+        });
+        anyhow::Ok(FleetReport {
+            nodes: args.nodes,
+            mode: mode.name(),
+            capacity: args.capacity,
+            demand,
+            seconds,
+            gates: latest,
+            outage,
+            refresh_ms: args.refresh_ms,
+        })
+    })?;
+    if args.json {
+        println!("{}", serde_json::to_string(&report)?);
+    } else {
+        print_report(&report, args.secs);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_report(r: &FleetReport, secs: f64) {
+    println!(
+        "safegate fleet: {} gates ({}), demand {:.0} req/s against a bound of {:.0} req/s",
+        r.nodes, r.mode, r.demand, r.capacity
+    );
+    println!("{:<6}{:>14}{:>12}{:>12}{:>12}", "gate", "admitted/s", "grants", "silences", "unpriced");
+    for g in &r.gates {
+        println!(
+            "{:<6}{:>14.1}{:>12}{:>12}{:>12}",
+            g.id,
+            g.admitted as f64 / secs,
+            g.grants,
+            g.silences,
+            g.unpriced
+        );
+    }
+    let up: Vec<&Second> = r.seconds.iter().filter(|s| s.coordinator_up && s.t > 2.0).collect();
+    if !up.is_empty() {
+        let mean = up.iter().map(|s| s.admitted).sum::<f64>() / up.len() as f64;
+        let j = up.iter().map(|s| s.jain).sum::<f64>() / up.len() as f64;
+        println!("coordinator up: aggregate {mean:.1} req/s ({:.0} % of the bound), mean Jain {j:.3}", 100.0 * mean / r.capacity);
+    }
+    if let Some(o) = &r.outage {
+        println!(
+            "coordinator down {:.0}–{:.0} s: aggregate worst second {:.1} req/s ({:.0} % of the bound), mean {:.1} ({:.0} %); decisions without a fresh price {}; fair again {}",
+            o.start,
+            o.start + o.length,
+            o.worst_second,
+            100.0 * o.worst_second / r.capacity,
+            o.mean_admitted,
+            100.0 * o.goodput_share_of_bound,
+            o.unpriced_decisions,
+            o.fair_again_after.map_or("never".to_string(), |t| format!("{:.2} s ({:.1} refresh intervals) after it returned", t, t * 1e3 / r.refresh_ms as f64))
+        );
+    }
+}
