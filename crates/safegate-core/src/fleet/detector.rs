@@ -503,7 +503,8 @@ pub fn sweep(sweep: &Sweep) -> Result<Vec<TradeoffRow>, RangeError> {
     let timeouts: Vec<f64> = sweep.timeouts.iter().map(|t| t * p.interval).collect();
 
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(sweep.seed);
-    let jitter = Normal::new(0.0, p.jitter_sd).map_err(|_| RangeError::new("process.jitter_sd", p.jitter_sd, "[0, ∞)"))?;
+    let jitter =
+        Normal::new(0.0, p.jitter_sd).map_err(|_| RangeError::new("process.jitter_sd", p.jitter_sd, "[0, ∞)"))?;
     let pareto = match p.pauses {
         Pauses::Pareto { scale, shape, .. } => Some(
             Pareto::new(scale, shape).map_err(|_| RangeError::new("process.pauses", shape, "a valid Pareto law"))?,
@@ -569,8 +570,18 @@ pub fn sweep(sweep: &Sweep) -> Result<Vec<TradeoffRow>, RangeError> {
         .map(|(((detector, threshold), f), mut d)| {
             d.sort_by(f64::total_cmp);
             let mean = if d.is_empty() { f64::NAN } else { d.iter().sum::<f64>() / d.len() as f64 };
-            let p99 = if d.is_empty() { f64::NAN } else { d[((d.len() as f64 * 0.99).ceil() as usize).clamp(1, d.len()) - 1] };
-            TradeoffRow { detector, threshold, false_per_hour: f as f64 / hours, detection_mean: mean, detection_p99: p99 }
+            let p99 = if d.is_empty() {
+                f64::NAN
+            } else {
+                d[((d.len() as f64 * 0.99).ceil() as usize).clamp(1, d.len()) - 1]
+            };
+            TradeoffRow {
+                detector,
+                threshold,
+                false_per_hour: f as f64 / hours,
+                detection_mean: mean,
+                detection_p99: p99,
+            }
         })
         .collect())
 }
