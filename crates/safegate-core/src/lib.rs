@@ -25,6 +25,7 @@ pub mod controllers;
 pub mod error;
 pub mod estimators;
 pub mod filter;
+pub mod fleet;
 pub mod gate;
 pub mod limits;
 pub mod policy;
