@@ -36,7 +36,8 @@ use crate::LiveError;
 ///
 /// KEYS: gates hash, state hash. ARGV: gate id, demand \[req/s\], weight, has \[req/s\],
 /// capacity \[req/s\], γ, lease \[ms\], max Δt \[ms\].
-/// Returns `{grant, expiry_us, price, members, learning}` as strings (floats survive).
+/// Returns `{grant, expiry_us, price, members, learning, epoch}` as strings (floats
+/// survive).
 const PRICE: &str = r#"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -78,7 +79,7 @@ if now - epoch < lease_us then
   learning = 1
   grant = math.min(grant, tonumber(ARGV[4]))
 end
-return {tostring(grant), string.format('%.0f', now + lease_us), tostring(p), tostring(members), tostring(learning)}
+return {tostring(grant), string.format('%.0f', now + lease_us), tostring(p), tostring(members), tostring(learning), string.format('%.0f', epoch)}
 "#;
 
 /// What the coordinator handed a gate.
@@ -94,6 +95,9 @@ pub struct Grant {
     pub members: u32,
     /// Whether the coordinator is in its learning period (the grant was capped at `has`).
     pub learning: bool,
+    /// The coordinator's epoch: when its state began (Redis `TIME`, µs). A new value means
+    /// the state was lost (a restart without persistence, a failover).
+    pub epoch: u64,
 }
 
 /// The price's settings, the same for every gate of a fleet.
@@ -197,6 +201,7 @@ impl Coordinator {
             price: f(2),
             members: f(3).max(0.0) as u32,
             learning: f(4) > 0.5,
+            epoch: v.get(5).and_then(|s| s.parse::<u64>().ok()).unwrap_or(0),
         })
     }
 

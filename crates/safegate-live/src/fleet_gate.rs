@@ -24,6 +24,12 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 use tokio::sync::watch;
 
+use safegate_core::fleet::detector::{FailureDetector, Timeout};
+use safegate_core::fleet::lease::{
+    Grant as CoreGrant, GrantKeeper, KeeperConfig, KeeperInput, LossPolicy as CorePolicy,
+};
+use safegate_core::RangeError;
+
 use crate::coord::{Coordinator, Grant};
 
 /// What a gate admits, given the coordinator's latest word or its silence.
@@ -193,104 +199,75 @@ pub async fn run_gate(
     let _ = refresher.await;
 }
 
-/// What a gate does when the price goes silent (docs/fleet.md §When the price goes silent).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Mode {
-    /// Hold the last grant, also past its lease (the seed's frozen policy).
-    Freeze,
-    /// Local control without the price: the gate's own limit (the common bug of
-    /// Redis-backed limiters: each gate falls back to its full local limit).
-    Fallback,
-    /// Freeze until the lease expires, then `bound / N̂` with `N̂` the largest membership
-    /// seen; after the coordinator returns, no more than held until one lease has passed.
-    Hybrid,
-}
-
-impl Mode {
-    /// Every mode, as named on the command line.
-    pub const ALL: [Mode; 3] = [Mode::Freeze, Mode::Fallback, Mode::Hybrid];
-
-    /// The mode's name.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Mode::Freeze => "freeze",
-            Mode::Fallback => "fallback",
-            Mode::Hybrid => "hybrid",
-        }
+/// The loss-of-price policy by name: `freeze`, `fallback` or `hybrid`.
+pub fn parse_policy(s: &str) -> Result<CorePolicy, String> {
+    match s {
+        "freeze" => Ok(CorePolicy::Freeze),
+        "fallback" => Ok(CorePolicy::Fallback),
+        "hybrid" => Ok(CorePolicy::Hybrid),
+        _ => Err(format!("unknown policy {s:?}: expected freeze, fallback or hybrid")),
     }
 }
 
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL
-            .into_iter()
-            .find(|m| m.name() == s)
-            .ok_or_else(|| format!("unknown mode {s:?}: expected freeze, fallback or hybrid"))
+/// The name of a loss-of-price policy.
+pub fn policy_name(p: CorePolicy) -> &'static str {
+    match p {
+        CorePolicy::Freeze => "freeze",
+        CorePolicy::Fallback => "fallback",
+        CorePolicy::Hybrid => "hybrid",
     }
 }
 
-/// The three modes over one gate's view: the last grant and its lease, the largest
-/// membership seen, the local limit, and a learning period after silence ends.
-#[derive(Debug, Clone)]
+/// A gate's [`LossPolicy`]: the decision core's [`GrantKeeper`] (the same state machine
+/// the fleet simulation runs), fed with the coordinator's grants, a timeout detector over
+/// its answers (docs/fleet.md §Failure detectors) and the gate's local limit as the local
+/// controller's proposal.
+#[derive(Debug)]
 pub struct Keeper {
-    mode: Mode,
-    bound: f64,
+    inner: GrantKeeper,
+    grant: Option<CoreGrant>,
+    detector: Timeout,
     local: f64,
-    grant: Option<(f64, f64)>,
-    members: u32,
-    silent_since: Option<f64>,
-    learning_until: f64,
-    held: f64,
+    name: &'static str,
 }
 
 impl Keeper {
-    /// A keeper for a fleet whose bound is `bound` \[req/s\], this gate's local limit
-    /// `local` (what fallback admits).
-    pub fn new(mode: Mode, bound: f64, local: f64) -> Self {
-        Self { mode, bound, local, grant: None, members: 1, silent_since: None, learning_until: 0.0, held: 0.0 }
+    /// A keeper for a fleet whose bound is `bound` \[req/s\]; `local` is what the gate
+    /// admits on its own (fallback's proposal); the coordinator is suspected after
+    /// `suspect_after` seconds without an answer; `lease` is the coordinator's lease \[s\].
+    pub fn new(policy: CorePolicy, bound: f64, local: f64, lease: f64, suspect_after: f64) -> Result<Self, RangeError> {
+        let cfg = KeeperConfig::new(policy, bound, lease, 1)?;
+        Ok(Self {
+            inner: GrantKeeper::new(cfg),
+            grant: None,
+            detector: Timeout::new(suspect_after)?,
+            local,
+            name: policy_name(policy),
+        })
+    }
+
+    /// Decisions taken in each mode of [`safegate_core::fleet::lease::Mode::ALL`].
+    pub fn counts(&self) -> [u64; 7] {
+        self.inner.counts()
     }
 }
 
 impl LossPolicy for Keeper {
     fn on_grant(&mut self, now: f64, g: &Grant, lease: f64) {
-        if self.silent_since.take().is_some() && self.mode == Mode::Hybrid {
-            // Back from silence: for one lease, no more than held (others may still hold
-            // what they took while the price was away).
-            self.learning_until = now + lease;
-        }
-        let rate = if now < self.learning_until { g.rate.min(self.held) } else { g.rate };
-        self.grant = Some((rate, now + lease));
-        self.members = self.members.max(g.members);
+        self.detector.heartbeat(now);
+        self.inner.see_alive(g.members);
+        self.grant = Some(CoreGrant { limit: g.rate, expires: now + lease, members: g.members, epoch: g.epoch });
     }
 
-    fn on_silence(&mut self, now: f64) {
-        self.silent_since.get_or_insert(now);
-    }
+    fn on_silence(&mut self, _now: f64) {}
 
     fn limit(&mut self, now: f64) -> (f64, bool) {
-        let fresh = self.silent_since.is_none();
-        let l = match (self.mode, self.grant) {
-            (_, None) => match self.mode {
-                Mode::Fallback => self.local,
-                _ => self.bound / f64::from(self.members.max(1)),
-            },
-            (_, Some((g, _))) if fresh => g,
-            (Mode::Freeze, Some((g, _))) => g,
-            (Mode::Fallback, Some(_)) => self.local,
-            (Mode::Hybrid, Some((g, expiry))) => {
-                if now < expiry {
-                    g
-                } else {
-                    (self.bound / f64::from(self.members.max(1))).min(self.local)
-                }
-            }
-        };
-        self.held = l;
-        (l, fresh)
+        let reachable = !self.detector.suspect(now) && self.detector.last_heartbeat().is_some();
+        let d = self.inner.decide(&KeeperInput { now, grant: self.grant, reachable, proposal: self.local });
+        (d.limit, d.mode.fresh())
     }
 
     fn name(&self) -> &'static str {
-        self.mode.name()
+        self.name
     }
 }

@@ -1,44 +1,18 @@
 //! Fleet gates in one process against a private coordination Redis: the price splits the
-//! capacity, and a coordinator outage keeps the fleet within its bound under a policy that
-//! freezes, then takes bound / N̂ (a test-local stand-in; the core's keepers replace it).
+//! capacity, and a coordinator outage keeps the fleet within its bound under the hybrid
+//! policy (the core's `GrantKeeper`: freeze until the lease expires, then bound / N̂).
 
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use safegate_live::coord::{Coordinator, Grant, PriceConfig};
-use safegate_live::fleet_gate::{run_gate, GateConfig, GateStats, LossPolicy};
+use safegate_core::fleet::lease::LossPolicy;
+use safegate_live::coord::{Coordinator, PriceConfig};
+use safegate_live::fleet_gate::{run_gate, GateConfig, GateStats, Keeper};
 use safegate_live::redis_server::RedisServer;
 use tokio::sync::watch;
 
 const CAPACITY: f64 = 150.0;
-
-struct Hybrid {
-    grant: f64,
-    expiry: f64,
-    members: u32,
-    fresh_until: f64,
-}
-
-impl LossPolicy for Hybrid {
-    fn on_grant(&mut self, now: f64, g: &Grant, lease: f64) {
-        self.grant = g.rate;
-        self.expiry = now + lease;
-        self.members = self.members.max(g.members);
-        self.fresh_until = now + lease;
-    }
-    fn on_silence(&mut self, _now: f64) {}
-    fn limit(&mut self, now: f64) -> (f64, bool) {
-        if now < self.expiry {
-            (self.grant, now < self.fresh_until)
-        } else {
-            (CAPACITY / f64::from(self.members.max(1)), false)
-        }
-    }
-    fn name(&self) -> &'static str {
-        "test-hybrid"
-    }
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn eight_gates_share_the_capacity_and_stay_within_it_while_the_coordinator_is_down() {
@@ -61,7 +35,7 @@ async fn eight_gates_share_the_capacity_and_stay_within_it_while_the_coordinator
             timeout: Duration::from_secs(1),
             seed: i,
         };
-        let p = Box::new(Hybrid { grant: 0.0, expiry: 0.0, members: 0, fresh_until: 0.0 });
+        let p = Box::new(Keeper::new(LossPolicy::Hybrid, CAPACITY, CAPACITY, 0.4, 0.3).unwrap());
         tasks.push(tokio::spawn(run_gate(coord, gc, p, s, stop.clone())));
     }
     let admitted =

@@ -10,7 +10,7 @@ use anyhow::{bail, Context, Result};
 use clap::Args;
 use safegate_live::coord::{Coordinator, PriceConfig};
 use safegate_live::downstream::{Downstream, DownstreamConfig};
-use safegate_live::fleet_gate::{run_gate, GateConfig, GateStats, Keeper, Mode};
+use safegate_live::fleet_gate::{parse_policy, policy_name, run_gate, GateConfig, GateStats, Keeper};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
 use serde::{Deserialize, Serialize};
@@ -100,10 +100,11 @@ fn price_config(capacity: f64, gamma: f64, lease_ms: u64) -> PriceConfig {
 }
 
 pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
-    let mode: Mode = args.mode.parse().map_err(|e: String| anyhow::anyhow!("--mode: {e}"))?;
+    let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build()?;
     rt.block_on(async {
-        let coord = Coordinator::connect(&args.redis, "fleet", price_config(args.capacity, args.gamma, args.lease_ms)).await?;
+        let coord =
+            Coordinator::connect(&args.redis, "fleet", price_config(args.capacity, args.gamma, args.lease_ms)).await?;
         let stats = Arc::new(GateStats::default());
         let (stop_tx, stop) = tokio::sync::watch::channel(false);
         let cfg = GateConfig {
@@ -117,7 +118,9 @@ pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
             seed: args.seed,
         };
         // Fallback's local limit: the whole dependency, as a lone limiter would set it.
-        let keeper = Box::new(Keeper::new(mode, args.capacity, args.capacity));
+        let lease = args.lease_ms as f64 / 1e3;
+        let suspect_after = 3.0 * args.refresh_ms as f64 / 1e3;
+        let keeper = Box::new(Keeper::new(mode, args.capacity, args.capacity, lease, suspect_after)?);
         let task = tokio::spawn(run_gate(coord, cfg, keeper, stats.clone(), stop));
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -194,7 +197,7 @@ fn jain(x: &[f64]) -> f64 {
 }
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
-    let mode: Mode = args.mode.parse().map_err(|e: String| anyhow::anyhow!("--mode: {e}"))?;
+    let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     if !(1..=64).contains(&args.nodes) {
         bail!("--nodes {}: expected 1 to 64", args.nodes);
     }
@@ -216,7 +219,8 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         None => None,
         Some(s) => {
             let (a, b) = s.split_once(':').with_context(|| format!("--outage {s:?}: expected START:LEN in seconds"))?;
-            let (a, b): (f64, f64) = (a.trim().parse().context("--outage START")?, b.trim().parse().context("--outage LEN")?);
+            let (a, b): (f64, f64) =
+                (a.trim().parse().context("--outage START")?, b.trim().parse().context("--outage LEN")?);
             if !(a >= 0.0 && b > 0.0 && a + b <= args.secs) {
                 bail!("--outage {s}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ --secs {}", args.secs);
             }
@@ -247,7 +251,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
             let mut child = tokio::process::Command::new(std::env::current_exe()?)
                 .arg("fleet-gate")
                 .args(["--redis", &url, "--id", &format!("g{i}"), "--demand", &per_gate.to_string()])
-                .args(["--downstream", &ds.url(), "--mode", mode.name()])
+                .args(["--downstream", &ds.url(), "--mode", policy_name(mode)])
                 .args(["--capacity", &args.capacity.to_string(), "--lease-ms", &args.lease_ms.to_string()])
                 .args(["--refresh-ms", &args.refresh_ms.to_string(), "--gamma", &args.gamma.to_string()])
                 .args(["--seed", &(i + 1).to_string()])
@@ -350,7 +354,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         });
         anyhow::Ok(FleetReport {
             nodes: args.nodes,
-            mode: mode.name(),
+            mode: policy_name(mode),
             capacity: args.capacity,
             demand,
             seconds,
@@ -374,20 +378,16 @@ fn print_report(r: &FleetReport, secs: f64) {
     );
     println!("{:<6}{:>14}{:>12}{:>12}{:>12}", "gate", "admitted/s", "grants", "silences", "unpriced");
     for g in &r.gates {
-        println!(
-            "{:<6}{:>14.1}{:>12}{:>12}{:>12}",
-            g.id,
-            g.admitted as f64 / secs,
-            g.grants,
-            g.silences,
-            g.unpriced
-        );
+        println!("{:<6}{:>14.1}{:>12}{:>12}{:>12}", g.id, g.admitted as f64 / secs, g.grants, g.silences, g.unpriced);
     }
     let up: Vec<&Second> = r.seconds.iter().filter(|s| s.coordinator_up && s.t > 2.0).collect();
     if !up.is_empty() {
         let mean = up.iter().map(|s| s.admitted).sum::<f64>() / up.len() as f64;
         let j = up.iter().map(|s| s.jain).sum::<f64>() / up.len() as f64;
-        println!("coordinator up: aggregate {mean:.1} req/s ({:.0} % of the bound), mean Jain {j:.3}", 100.0 * mean / r.capacity);
+        println!(
+            "coordinator up: aggregate {mean:.1} req/s ({:.0} % of the bound), mean Jain {j:.3}",
+            100.0 * mean / r.capacity
+        );
     }
     if let Some(o) = &r.outage {
         println!(

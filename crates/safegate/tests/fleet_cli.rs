@@ -29,7 +29,8 @@ fn a_60_s_coordinator_outage_keeps_the_fleet_within_its_bound() {
     let o = &r["outage"];
     eprintln!("hybrid: {o}");
     // Before the outage: the price splits the bound fairly.
-    let before: Vec<&Value> = r["seconds"].as_array().unwrap().iter().filter(|s| f(&s["t"]) > 3.0 && f(&s["t"]) < 10.0).collect();
+    let before: Vec<&Value> =
+        r["seconds"].as_array().unwrap().iter().filter(|s| f(&s["t"]) > 3.0 && f(&s["t"]) < 10.0).collect();
     let jain = before.iter().map(|s| f(&s["jain"])).sum::<f64>() / before.len() as f64;
     let mean = before.iter().map(|s| f(&s["admitted"])).sum::<f64>() / before.len() as f64;
     assert!(jain >= 0.95, "Jain {jain}");
