@@ -29,6 +29,7 @@ pub mod behaviour;
 pub mod compare;
 pub mod config;
 pub mod experiments;
+pub mod fleet;
 pub mod fluid;
 pub mod health;
 pub mod model;
