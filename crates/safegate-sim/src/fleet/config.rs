@@ -26,7 +26,9 @@ pub struct GateConfig {
     /// `D_i`, the round trip of the coordination price to this gate \[s\] (0): the gate acts
     /// at `t` on the price the coordinator set at `t − D_i`.
     pub delay: f64,
-    /// `w_i`, willingness to pay (1): under the price the gate admits `min(λ_i, w_i/p)`.
+    /// `w_i`, willingness to pay (100): under the price the gate admits `min(λ_i, w_i/p)`,
+    /// so `w_i` is the rate it asks for at price 1 [req/s]. Only ratios of weights set the
+    /// split; their scale sets `p*` and with it the loop gain `γ·W/p*²`.
     pub weight: f64,
     /// Backlog at t = 0 (0).
     pub initial_queue: f64,
@@ -34,7 +36,7 @@ pub struct GateConfig {
 
 impl Default for GateConfig {
     fn default() -> Self {
-        Self { rate: 80.0, executors: 8, capacity: 200.0, delay: 0.0, weight: 1.0, initial_queue: 0.0 }
+        Self { rate: 80.0, executors: 8, capacity: 200.0, delay: 0.0, weight: 100.0, initial_queue: 0.0 }
     }
 }
 
@@ -71,7 +73,10 @@ pub struct FleetConfig {
     pub comfortable: f64,
     /// `s`, one request's clearing rate below `C` [req/s] (37.5).
     pub rate: f64,
-    /// How busy executors are counted (whole by default, as the seed's widget).
+    /// How busy executors are counted: fractional by default (`n_i = min(P_i, q_i)`). The
+    /// seed's whole count (`ceil(q_i)`) is right for one pool, but summed over `M` gates it
+    /// overstates the in-flight work by up to `M` (three gates each with half a request
+    /// queued count as three busy), which alone can push `N` past `C`.
     pub busy: Busy,
     /// Downstream health `H(t)`, shared by every gate.
     pub health: HealthTrack,
@@ -91,7 +96,7 @@ impl Default for FleetConfig {
             gates: vec![GateConfig::default(); 2],
             comfortable: 4.0,
             rate: 37.5,
-            busy: Busy::Whole,
+            busy: Busy::Fluid,
             health: HealthTrack::new(HealthSchedule::Constant { level: 1.0 }),
             threshold: 0.7,
             duration: 400.0,

@@ -32,10 +32,12 @@ mod scenario;
 pub mod sweep;
 
 pub use config::{FleetConfig, GateConfig, PriceConfig, MAX_DELAY, MAX_GATES};
-pub use price::{equilibrium, euler_threshold, hayes_threshold, nyquist_threshold, sufficient_threshold, Equilibrium};
+pub use price::{
+    equilibrium, euler_threshold, hayes_threshold, nyquist_threshold, sufficient_threshold, Equilibrium, EulerThreshold,
+};
 pub use run::{jain, run_fleet, FleetOutcome, FleetRecord, FleetSeries, GatePolicy, GateSummary, PriceShare};
 pub use scenario::{FleetScenario, FleetSection};
-pub use sweep::{delay_sweep, threshold, OscillationTest, SweepPoint};
+pub use sweep::{delay_sweep, threshold, Amplitudes, OscillationTest, SweepPoint};
 
 #[cfg(test)]
 mod tests;

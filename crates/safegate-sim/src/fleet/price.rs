@@ -118,25 +118,37 @@ pub fn hayes_threshold(a: f64) -> f64 {
     FRAC_PI_2 / a
 }
 
-/// The Euler recursion's threshold by Levin and May: the smallest whole delay `d` (in
-/// steps) at which `x_{k+1} = x_k − a·dt·x_{k−d}` is no longer asymptotically stable, i.e.
-/// `a·dt ≥ 2·cos(d·π/(2d + 1))`. Returns `(d, d·dt)`; `None` if even `d = 0` is unstable
-/// (`a·dt ≥ 2`, the plain Euler bound).
-pub fn euler_threshold(a: f64, dt: f64) -> Option<(u64, f64)> {
+/// The Euler recursion's threshold (Levin and May) for loop gain `a` and step `dt`.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct EulerThreshold {
+    /// The real-valued delay `x·dt` at which `a·dt = 2·sin(π/(4x + 2))`, i.e.
+    /// `x = (π/asin(a·dt/2) − 2)/4` steps \[s\]: about `π/(2a) − dt/2`.
+    pub real: f64,
+    /// The smallest whole delay `d` (in steps) with `a·dt ≥ 2·cos(d·π/(2d + 1))`: the first
+    /// delay a run (whose delays are whole steps) loses stability at.
+    pub steps: u64,
+    /// `steps·dt` \[s\].
+    pub whole: f64,
+}
+
+/// The Euler recursion `x_{k+1} = x_k − a·dt·x_{k−d}`'s threshold by Levin and May;
+/// `None` if even `d = 0` is unstable (`a·dt ≥ 2`, the plain Euler bound).
+pub fn euler_threshold(a: f64, dt: f64) -> Option<EulerThreshold> {
     let q = a * dt;
-    if q >= 2.0 {
+    if !(q < 2.0) || !(q > 0.0) {
         return None;
     }
+    let x = (PI / (q / 2.0).asin() - 2.0) / 4.0;
     let bound = |d: u64| 2.0 * (d as f64 * PI / (2.0 * d as f64 + 1.0)).cos();
-    // The bound falls in d; start just below the continuous estimate and walk.
-    let mut d = ((hayes_threshold(a) / dt) - 2.0).max(0.0) as u64;
+    // The bound falls in d; walk from just below the real-valued root.
+    let mut d = (x - 2.0).max(0.0) as u64;
     while d > 0 && q >= bound(d) {
         d -= 1;
     }
     while q < bound(d) {
         d += 1;
     }
-    Some((d, d as f64 * dt))
+    Some(EulerThreshold { real: x.max(0.0) * dt, steps: d, whole: d as f64 * dt })
 }
 
 /// The sufficient condition for heterogeneous delays: with delays `profile·κ`, stable for
@@ -164,7 +176,7 @@ pub fn nyquist_threshold(gains: &[f64], profile: &[f64]) -> Option<f64> {
     let mut w0 = step;
     let mut g0 = g(w0);
     // |L(jω)| ≤ a/ω: past ω = a/best no crossing can be farther out.
-    while w0 < 1e6 / tmax && (best == 0.0 || w0 < a / best) {
+    while w0 < 1e4 / tmax && (best == 0.0 || w0 < a / best) {
         let w1 = w0 + step;
         let g1 = g(w1);
         if g0.signum() != g1.signum() {
@@ -182,7 +194,8 @@ pub fn nyquist_threshold(gains: &[f64], profile: &[f64]) -> Option<f64> {
         w0 = w1;
         g0 = g1;
     }
-    (best > 0.0).then(|| 1.0 / best)
+    // A crossing at |L| ≈ 0 (the delay-free term cancelling the rest) is no threshold.
+    (best > 1e-9 * a * tmax).then(|| 1.0 / best)
 }
 
 /// The coordinator's state: the price now and the prices of the last steps, so each gate

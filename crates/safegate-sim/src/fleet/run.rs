@@ -216,13 +216,15 @@ fn simulate(cfg: &FleetConfig, policies: &mut [GatePolicy], record: FleetRecord)
     let steps = cfg.steps();
     let pools: Vec<_> = (0..m).map(|i| cfg.pool(i)).collect();
     let delays: Vec<u64> = cfg.gates.iter().map(|g| (g.delay / dt).round() as u64).collect();
-    let mut coord = price_cfg_start(cfg).map(|(gain, p0)| Coordinator::new(gain, p0, *delays.iter().max().unwrap_or(&0)));
+    let mut coord =
+        price_cfg_start(cfg).map(|(gain, p0)| Coordinator::new(gain, p0, *delays.iter().max().unwrap_or(&0)));
     let mut st: Vec<GateState> =
         cfg.gates.iter().map(|g| GateState { q: g.initial_queue, limit: u32::MAX, ..GateState::default() }).collect();
     let every = record.every.map(|e| e.max(1) as u64);
     let mut series = every.map(|_| FleetSeries { queues: vec![Vec::new(); m], ..FleetSeries::default() });
     let (c2, s) = (cfg.comfortable * cfg.comfortable, cfg.rate);
-    let per_request = |n_total: f64, h: f64| if n_total > cfg.comfortable { h * s * c2 / (n_total * n_total) } else { h * s };
+    let per_request =
+        |n_total: f64, h: f64| if n_total > cfg.comfortable { h * s * c2 / (n_total * n_total) } else { h * s };
     let mut admit_rate = vec![0.0; m];
     let mut busy = vec![0.0; m];
 
@@ -360,8 +362,8 @@ fn price_cfg_ref(cfg: &FleetConfig) -> Option<&super::config::PriceConfig> {
 /// The coordinator's gain and initial price, if the fleet has one.
 fn price_cfg_start(cfg: &FleetConfig) -> Option<(f64, f64)> {
     let p = cfg.price.as_ref()?;
-    let p0 = p.initial.unwrap_or_else(|| {
-        equilibrium(&cfg.gates, cfg.priced_capacity(p, cfg.health.value(0.0)), p.gain).price
-    });
+    let p0 = p
+        .initial
+        .unwrap_or_else(|| equilibrium(&cfg.gates, cfg.priced_capacity(p, cfg.health.value(0.0)), p.gain).price);
     Some((p.gain, p0))
 }

@@ -53,7 +53,7 @@ pub struct FleetSection {
     pub comfortable: f64,
     /// `s` [req/s] (37.5).
     pub service_rate: f64,
-    /// Busy counting ("whole").
+    /// Busy counting ("fluid"; [`FleetConfig::busy`]).
     pub busy: Busy,
     /// `θ` for the exit frequency (0.7).
     pub threshold: f64,
@@ -110,8 +110,8 @@ impl FleetScenario {
 
     /// Read and parse a fleet file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
         let mut s = Self::from_toml(&text, &path.display().to_string())?;
         if let (Some(h), Some(dir)) = (s.health.as_mut(), path.parent()) {
             if let Some(file) = h.file.as_mut().filter(|f| f.is_relative()) {
@@ -129,11 +129,19 @@ impl FleetScenario {
             (None, None, _) if !f.gates.is_empty() => f.gates.clone(),
             (None, None, _) => vec![f.gate; 2],
             (_, _, false) => {
-                return Err(invalid(RangeError::new("fleet.gates", "(with rates or copies)", "either gates or rates/copies")))
+                return Err(invalid(RangeError::new(
+                    "fleet.gates",
+                    "(with rates or copies)",
+                    "either gates or rates/copies",
+                )))
             }
             (Some(rates), copies, true) => {
                 if let Some(n) = copies.filter(|&n| n as usize != rates.len()) {
-                    return Err(invalid(RangeError::new("fleet.copies", n, format!("len(fleet.rates) = {}", rates.len()))));
+                    return Err(invalid(RangeError::new(
+                        "fleet.copies",
+                        n,
+                        format!("len(fleet.rates) = {}", rates.len()),
+                    )));
                 }
                 rates.iter().map(|&rate| GateConfig { rate, ..f.gate }).collect()
             }

@@ -1,11 +1,14 @@
 //! Measuring the delay past which the price oscillates.
 //!
 //! A run starts the price `perturbation` above its equilibrium `p*` (every gate priced, no
-//! filter) and watches it. The price **oscillates** when its amplitude over the last third
-//! of the run, `(max p − min p)/2`, is still at least `tolerance·p*`: the initial
-//! perturbation has not decayed (below the threshold it decays geometrically; past it, it
-//! grows to a limit cycle, bounded by the clamp `p ≥ 0` and the gates' `min(λ_i, ·)`).
-//! Run the sweep on a constant health, so `p*` is one number.
+//! filter) and watches it. With `A₂` and `A₃` the amplitudes `(max p − min p)/2` over the
+//! middle and the last third of the run, the price **oscillates** when it does not decay:
+//! `A₃ ≥ decay·A₂` (0.99) and `A₃ ≥ 1e-9·p*`. Below the threshold the perturbation decays
+//! geometrically (`A₃ < A₂`); past it, it grows until the clamp `p ≥ 0` and the gates'
+//! `min(λ_i, ·)` bound it in a limit cycle (`A₃ ≈ A₂`). Comparing the two thirds, not `A₃`
+//! against a fixed share of `p*`, keeps the measurement from calling a slowly decaying run
+//! just below the threshold oscillating: a fixed share would move the measured threshold
+//! with the run's length. Run the sweep on a constant health, so `p*` is one number.
 
 use serde::Serialize;
 
@@ -20,13 +23,30 @@ use safegate_core::RangeError;
 pub struct OscillationTest {
     /// The price starts at `p*·(1 + perturbation)` (0.1).
     pub perturbation: f64,
-    /// Oscillating: the last third's amplitude is at least `tolerance·p*` (0.01).
-    pub tolerance: f64,
+    /// Oscillating: the last third's amplitude is at least `decay` times the middle
+    /// third's (0.99).
+    pub decay: f64,
 }
 
 impl Default for OscillationTest {
     fn default() -> Self {
-        Self { perturbation: 0.1, tolerance: 0.01 }
+        Self { perturbation: 0.1, decay: 0.99 }
+    }
+}
+
+/// The amplitudes of the price over a run's middle and last thirds, over `p*`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Amplitudes {
+    /// `A₂/p*`.
+    pub middle: f64,
+    /// `A₃/p*`.
+    pub last: f64,
+}
+
+impl Amplitudes {
+    /// Whether the price oscillates under `test` (it does not decay).
+    pub fn oscillates(&self, test: &OscillationTest) -> bool {
+        self.last >= 1e-9 && self.last >= test.decay * self.middle
     }
 }
 
@@ -39,6 +59,8 @@ pub struct SweepPoint {
     pub oscillates: bool,
     /// The last third's amplitude over `p*`.
     pub amplitude: f64,
+    /// The middle third's amplitude over `p*`.
+    pub middle: f64,
 }
 
 /// The gates' delays as shares of the longest (all 1 when every delay is 0).
@@ -57,8 +79,8 @@ pub fn with_delay(cfg: &FleetConfig, tau: f64) -> FleetConfig {
 }
 
 /// Run `cfg` (it must have a price) with every gate on the price, started off
-/// equilibrium; returns the last third's amplitude over `p*`.
-pub fn amplitude(cfg: &FleetConfig, test: &OscillationTest) -> Checked<f64> {
+/// equilibrium; returns the amplitudes of its middle and last thirds over `p*`.
+pub fn amplitude(cfg: &FleetConfig, test: &OscillationTest) -> Checked<Amplitudes> {
     let price = cfg.price.ok_or_else(|| RangeError::new("fleet.price", "(missing)", "a [fleet.price] section"))?;
     let p_star = equilibrium(&cfg.gates, cfg.priced_capacity(&price, cfg.health.value(0.0)), price.gain).price;
     if !(p_star > 0.0) {
@@ -69,9 +91,16 @@ pub fn amplitude(cfg: &FleetConfig, test: &OscillationTest) -> Checked<f64> {
     let mut policies: Vec<GatePolicy> = c.gates.iter().map(|_| GatePolicy::Priced).collect();
     let out = run_fleet(&c, &mut policies, FleetRecord { every: Some(1) })?;
     let p = out.series.map(|s| s.price).unwrap_or_default();
-    let tail = &p[p.len() * 2 / 3..];
-    let (lo, hi) = tail.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
-    Ok(if tail.is_empty() { 0.0 } else { 0.5 * (hi - lo) / p_star })
+    let amp = |w: &[f64]| {
+        let (lo, hi) = w.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| (lo.min(x), hi.max(x)));
+        if w.is_empty() {
+            0.0
+        } else {
+            0.5 * (hi - lo) / p_star
+        }
+    };
+    let (third, n) = (p.len() / 3, p.len());
+    Ok(Amplitudes { middle: amp(&p[third..n - third]), last: amp(&p[n - third..]) })
 }
 
 /// For each `tau`, scale the delays so the longest is `tau` and judge the price.
@@ -79,7 +108,7 @@ pub fn delay_sweep(cfg: &FleetConfig, taus: &[f64], test: &OscillationTest) -> C
     taus.iter()
         .map(|&tau| {
             let a = amplitude(&with_delay(cfg, tau), test)?;
-            Ok(SweepPoint { tau, oscillates: a >= test.tolerance, amplitude: a })
+            Ok(SweepPoint { tau, oscillates: a.oscillates(test), amplitude: a.last, middle: a.middle })
         })
         .collect()
 }
@@ -89,7 +118,7 @@ pub fn delay_sweep(cfg: &FleetConfig, taus: &[f64], test: &OscillationTest) -> C
 /// `None` when it does not oscillate even at `tau_max`.
 pub fn threshold(cfg: &FleetConfig, tau_max: f64, test: &OscillationTest) -> Checked<Option<f64>> {
     let dt = cfg.dt;
-    let osc = |d: u64| -> Checked<bool> { Ok(amplitude(&with_delay(cfg, d as f64 * dt), test)? >= test.tolerance) };
+    let osc = |d: u64| -> Checked<bool> { Ok(amplitude(&with_delay(cfg, d as f64 * dt), test)?.oscillates(test)) };
     let mut hi = (tau_max / dt).round() as u64;
     if !osc(hi)? {
         return Ok(None);
