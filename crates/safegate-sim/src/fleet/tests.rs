@@ -320,7 +320,8 @@ fn fleet_report() {
     ];
     for (p0, p1, names) in rows {
         let cfg = two(p0, p1);
-        for (label, out) in [(names.join(" / "), local(&cfg, &names)), ("price (50 / 20 ms)".to_string(), priced(&cfg))] {
+        for (label, out) in [(names.join(" / "), local(&cfg, &names)), ("price (50 / 20 ms)".to_string(), priced(&cfg))]
+        {
             println!(
                 "| P = {p0} / {p1} | {label} | {:.1} % / {:.1} % | {:.3} | {:.3} | {:.1} | {:.2} / {:.2} |",
                 100.0 * out.gates[0].share,
@@ -417,7 +418,7 @@ fn fleet_report() {
 
 #[test]
 fn the_example_fleet_file_runs_as_documented() {
-    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fleet-two.toml"));
+    let path = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fleet/two.toml"));
     let cfg = FleetScenario::load(path).unwrap().config("fleet-two").unwrap();
     let out = priced(&cfg);
     assert!(out.jain > 0.999 && (out.goodput - 135.0).abs() < 1.0, "{out:?}");
