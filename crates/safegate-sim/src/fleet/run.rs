@@ -201,8 +201,7 @@ pub fn run_fleet(cfg: &FleetConfig, policies: &mut [GatePolicy], record: FleetRe
     if policies.len() != cfg.gates.len() {
         return Err(RangeError::new("policies", policies.len(), format!("one per gate: {}", cfg.gates.len())));
     }
-    let price_cfg = cfg.price;
-    if price_cfg.is_none() {
+    if cfg.price.is_none() {
         if let Some(i) = policies.iter().position(GatePolicy::priced) {
             return Err(RangeError::new(format!("fleet.gates[{i}]"), "priced", "a [fleet.price] section"));
         }
@@ -301,7 +300,7 @@ fn simulate(cfg: &FleetConfig, policies: &mut [GatePolicy], record: FleetRecord)
             gs.q = next;
             gs.integral += next * dt;
         }
-        if let (Some(c), Some(p)) = (coord.as_mut(), price_cfg_ref(cfg)) {
+        if let (Some(c), Some(p)) = (coord.as_mut(), cfg.price.as_ref()) {
             c.step(admit_rate.iter().sum(), cfg.priced_capacity(p, h), dt);
         }
         if let (Some(sr), Some(e)) = (series.as_mut(), every) {
@@ -348,15 +347,13 @@ fn simulate(cfg: &FleetConfig, policies: &mut [GatePolicy], record: FleetRecord)
         jain: jain(&goodputs),
         jain_demand: jain(&per_demand),
         price_final: coord.as_ref().map(Coordinator::now),
-        price_equilibrium: price_cfg_ref(cfg)
+        price_equilibrium: cfg
+            .price
+            .as_ref()
             .map(|p| equilibrium(&cfg.gates, cfg.priced_capacity(p, h_end), p.gain).price),
         gates,
         series,
     }
-}
-
-fn price_cfg_ref(cfg: &FleetConfig) -> Option<&super::config::PriceConfig> {
-    cfg.price.as_ref()
 }
 
 /// The coordinator's gain and initial price, if the fleet has one.
