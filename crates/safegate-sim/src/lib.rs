@@ -10,6 +10,7 @@
 //! - [`run_stochastic`]: exact discrete-event simulation (Poisson arrivals, per-executor
 //!   service at the current contention- and health-scaled rate), for probabilities.
 //! - [`Scenario`]: the TOML file format; [`Config`]: a resolved run.
+//! - [`fleet`]: several gates on one contended dependency, and the coordination price.
 //!
 //! Both take any [`safegate_core::Policy`] as the admission gate.
 //!
@@ -29,6 +30,7 @@ pub mod behaviour;
 pub mod compare;
 pub mod config;
 pub mod experiments;
+pub mod fleet;
 pub mod fluid;
 pub mod health;
 pub mod model;

@@ -4,18 +4,18 @@
 
 use safegate_core::{RangeError, SeedGate};
 
-use super::schema::{HealthKind, LawKind, RetryKind};
+use super::schema::{HealthKind, HealthSection, LawKind, RetryKind};
 use super::{load_trace, Scenario, ScenarioError};
 use crate::behaviour::{Retries, ServiceLaw};
 use crate::config::Config;
 use crate::health::{HealthNoise, HealthSchedule, HealthTrack};
 
-impl Scenario {
-    /// Check every value and build the runtime [`Config`]. `origin` names the scenario in
-    /// errors.
-    pub fn config(&self, origin: &str) -> Result<Config, ScenarioError> {
+impl HealthSection {
+    /// The health track this section describes, its shape checked whatever the kind (so a
+    /// typo in an unused key still shows); `seed` keys the noise, `origin` names the file.
+    pub(crate) fn track(&self, seed: u64, origin: &str) -> Result<HealthTrack, ScenarioError> {
         let invalid = |error: RangeError| ScenarioError::Invalid { origin: origin.to_string(), error };
-        let h = &self.health;
+        let h = self;
         let schedule = match h.kind {
             HealthKind::Constant => HealthSchedule::Constant { level: h.shape.high },
             HealthKind::Cycle => HealthSchedule::Cycle(h.shape),
@@ -27,13 +27,23 @@ impl Scenario {
                 HealthSchedule::Trace { points: load_trace(file)? }
             }
         };
-        // The shape is checked whatever the kind, so a typo in an unused key still shows.
         h.shape.check().map_err(invalid)?;
         let noise = (h.noise != 0.0).then_some(HealthNoise {
             sigma: h.noise,
             period: h.noise_period,
-            seed: self.run.seed ^ 0x5EED_4EA1_7400_0000,
+            seed: seed ^ 0x5EED_4EA1_7400_0000,
         });
+        Ok(HealthTrack { schedule, noise })
+    }
+}
+
+impl Scenario {
+    /// Check every value and build the runtime [`Config`]. `origin` names the scenario in
+    /// errors.
+    pub fn config(&self, origin: &str) -> Result<Config, ScenarioError> {
+        let invalid = |error: RangeError| ScenarioError::Invalid { origin: origin.to_string(), error };
+        let h = &self.health;
+        let health = h.track(self.run.seed, origin)?;
         let r = &self.retries;
         let retries = match r.kind {
             RetryKind::Off => Retries::Off,
@@ -51,7 +61,7 @@ impl Scenario {
             pool: self.model,
             traffic: self.traffic.rate,
             spike: self.traffic.spike,
-            health: HealthTrack { schedule, noise },
+            health,
             retries,
             service,
             duration: run.duration,
