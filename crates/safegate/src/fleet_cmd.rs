@@ -208,7 +208,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         bail!("--secs {}: expected (0, 3600]", args.secs);
     }
     let demand = args.demand.unwrap_or(2.0 * args.capacity);
-    if !(demand >= 0.0 && demand <= 1e6) {
+    if !(0.0..=1e6).contains(&demand) {
         bail!("--demand {demand}: expected [0, 1e6] req/s");
     }
     price_config(args.capacity, args.gamma, args.lease_ms).check().map_err(|e| anyhow::anyhow!("--{e}"))?;
