@@ -54,6 +54,17 @@ pub(crate) struct FleetArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
+    /// Measure in the model instead of running processes: starvation against the price,
+    /// the price's delay threshold, the failure detectors' trade-off, and the Stag Hunt's
+    /// payoffs and tipping share with verdicts on F13–F15.
+    #[arg(long)]
+    sim: bool,
+    /// With --sim: the local controller a gate falls back to (a registry spec).
+    #[arg(long, default_value = "cycle", value_name = "SPEC")]
+    fallback: String,
+    /// With --sim: gates in the tipping-share fleet.
+    #[arg(long, default_value_t = 9, value_name = "M")]
+    fleet_size: usize,
 }
 
 /// Flags of `safegate fleet-gate` (one gate; started by `safegate fleet`).
@@ -197,6 +208,9 @@ fn jain(x: &[f64]) -> f64 {
 }
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
+    if args.sim {
+        return crate::fleet_sim::run(&args.fallback, args.fleet_size, args.json);
+    }
     let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     if !(1..=64).contains(&args.nodes) {
         bail!("--nodes {}: expected 1 to 64", args.nodes);

@@ -15,6 +15,7 @@ mod chart;
 mod compare_cmd;
 mod detect_cmd;
 mod fleet_cmd;
+mod fleet_sim;
 mod live_cmd;
 mod overload;
 mod policy_arg;

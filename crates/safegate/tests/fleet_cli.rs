@@ -69,3 +69,31 @@ fn bad_fleet_flags_are_clear_errors() {
         assert!(err.contains(needle), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn the_fleet_measured_in_the_model() {
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate")).args(["fleet", "--sim", "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &r["starvation"];
+    assert!(f(&s["uncoordinated"]["jain"]) < 0.6, "{s}");
+    assert!(f(&s["priced"]["jain"]) >= 0.95, "{s}");
+    let d = &r["delay_threshold"];
+    assert!((f(&d["measured"]) - f(&d["hayes"])).abs() <= 0.02 * f(&d["hayes"]) + 0.002, "{d}");
+    let phi: Vec<f64> = r["detectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|x| x["detector"] == "phi")
+        .map(|x| f(&x["false_per_hour"]))
+        .collect();
+    assert!(phi.len() >= 3 && phi.windows(2).all(|w| w[1] <= w[0] + 1e-9), "{phi:?}");
+    let ids: Vec<&str> = r["verdicts"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["F13", "F14", "F15"]);
+    assert_eq!(r["stag_hunt"]["seed_f_star"], 0.125);
+    for (args, needle) in [(vec!["--fallback", "nope"], "--fallback"), (vec!["--fleet-size", "1"], "--fleet-size")] {
+        let out = Command::new(env!("CARGO_BIN_EXE_safegate")).args(["fleet", "--sim"]).args(&args).output().unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
+    }
+}

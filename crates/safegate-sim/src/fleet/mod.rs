@@ -29,6 +29,7 @@ mod config;
 pub mod price;
 mod run;
 mod scenario;
+pub mod stag;
 pub mod sweep;
 
 pub use config::{FleetConfig, GateConfig, PriceConfig, MAX_DELAY, MAX_GATES};

@@ -1,0 +1,161 @@
+//! `safegate fleet --sim`: the fleet's claims measured in the model (docs/fleet.md).
+
+use std::process::ExitCode;
+
+use anyhow::{bail, Result};
+use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
+use safegate_sim::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
+use safegate_sim::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
+use safegate_sim::fleet::{
+    run_fleet, threshold, FleetConfig, FleetRecord, GateConfig, GatePolicy, OscillationTest, PriceConfig,
+};
+use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
+use serde_json::json;
+
+fn two(p0: u32, p1: u32) -> FleetConfig {
+    FleetConfig {
+        gates: vec![
+            GateConfig { rate: 120.0, executors: p0, delay: 0.05, ..GateConfig::default() },
+            GateConfig { rate: 120.0, executors: p1, delay: 0.02, ..GateConfig::default() },
+        ],
+        ..FleetConfig::default()
+    }
+}
+
+fn running_case(m: usize, fallback: &str) -> StagConfig {
+    let fleet = FleetConfig {
+        comfortable: 2.0 * m as f64,
+        gates: vec![GateConfig { rate: 80.0, ..GateConfig::default() }; m],
+        health: HealthTrack::new(HealthSchedule::Dip { start: 20.0, shape: DipShape::default() }),
+        duration: 120.0,
+        dt: 0.01,
+        ..FleetConfig::default()
+    };
+    StagConfig { fleet, fallback: fallback.to_string() }
+}
+
+pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<ExitCode> {
+    if !(2..=64).contains(&fleet_size) {
+        bail!("--fleet-size {fleet_size}: expected 2 to 64");
+    }
+    if fallback.trim().parse::<safegate_core::controllers::PolicySpec>().is_err() {
+        bail!("--fallback {fallback:?}: not a registry policy (see `safegate compare --help`)");
+    }
+    // 1. Uncoordinated gates against the price.
+    let cfg = two(64, 2);
+    let mut greedy: Vec<GatePolicy> =
+        (0..2).map(|i| GatePolicy::named("open", &cfg, i)).collect::<Result<_, _>>().map_err(anyhow::Error::msg)?;
+    let uncoordinated = run_fleet(&cfg, &mut greedy, FleetRecord::default())?;
+    let mut pcfg = cfg.clone();
+    pcfg.price = Some(PriceConfig::default());
+    let mut priced: Vec<GatePolicy> = (0..2).map(|_| GatePolicy::Priced).collect();
+    let coordinated = run_fleet(&pcfg, &mut priced, FleetRecord::default())?;
+    // 2. The delay threshold: measured against Hayes's π/(2a) and the Euler step's.
+    // Equal delays: the single-delay equation Hayes's criterion is exact for.
+    let mut dcfg = FleetConfig { dt: 0.001, duration: 60.0, ..two(8, 8) };
+    for g in &mut dcfg.gates {
+        g.delay = 0.05;
+    }
+    let price = PriceConfig { capacity: Some(135.0), ..PriceConfig::default() };
+    dcfg.price = Some(price);
+    let eq = equilibrium(&dcfg.gates, 135.0, price.gain);
+    let a = eq.loop_gain();
+    let measured = threshold(&dcfg, 2.0, &OscillationTest::default())?;
+    let hayes = hayes_threshold(a);
+    let euler = euler_threshold(a, dcfg.dt);
+    // 3. The detectors' trade-off, heavy-tailed pauses.
+    let process = HeartbeatProcess {
+        interval: 1.0,
+        jitter_sd: 0.1,
+        pauses: Pauses::Pareto { probability: 0.01, scale: 0.5, shape: 1.5 },
+    };
+    let rows = sweep(&Sweep::standard(process, 50.0, 2026))?;
+    // 4. The Stag Hunt, measured.
+    let payoffs = stag::two_player(&running_case(2, fallback))?;
+    let tipping = stag::tipping(&running_case(fleet_size, fallback))?;
+    let verdicts = stag::verdicts(&payoffs, &tipping);
+
+    if as_json {
+        let doc = json!({
+            "starvation": {
+                "uncoordinated": { "split": uncoordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": uncoordinated.jain, "goodput": uncoordinated.goodput },
+                "priced": { "split": coordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": coordinated.jain, "goodput": coordinated.goodput },
+            },
+            "delay_threshold": { "loop_gain": a, "measured": measured, "hayes": hayes, "euler": euler.map(|e| e.real) },
+            "detectors": rows.iter().map(|r| json!({
+                "detector": match r.detector { DetectorKind::Phi => "phi", DetectorKind::Timeout => "timeout" },
+                "threshold": r.threshold, "false_per_hour": r.false_per_hour,
+                "detection_mean": r.detection_mean, "detection_p99": r.detection_p99,
+            })).collect::<Vec<_>>(),
+            "stag_hunt": { "fallback": fallback, "payoffs": payoffs, "seed_payoffs": SEED_COSTS, "tipping": tipping, "seed_f_star": SEED_F_STAR },
+            "verdicts": verdicts,
+        });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("safegate fleet --sim: the fleet's claims measured in the model (docs/fleet.md)\n");
+    println!("1. Uncoordinated gates starve each other; the price splits fairly (two gates at 120 req/s, P = 64 / 2)");
+    for (name, o) in [("greedy", &uncoordinated), ("price", &coordinated)] {
+        println!(
+            "   {name:<8} split {:.1} % / {:.1} %   Jain {:.3}   fleet goodput {:.1} req/s",
+            100.0 * o.gates[0].share,
+            100.0 * o.gates[1].share,
+            o.jain,
+            o.goodput
+        );
+    }
+    println!(
+        "\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)",
+        price.gain, dcfg.dt
+    );
+    println!(
+        "   measured {}   Hayes π/(2a) {hayes:.4} s   with the Euler step {}",
+        measured.map_or("none below 2 s".to_string(), |t| format!("{t:.4} s")),
+        euler.map_or("-".to_string(), |e| format!("{:.4} s", e.real))
+    );
+    println!("\n3. Failure detectors: 1 s ± 0.1 s heartbeats, 1 % Pareto pauses (scale 0.5 s, α 1.5), 50 h");
+    println!(
+        "   {:<10}{:>10}{:>22}{:>20}{:>14}",
+        "detector", "threshold", "false suspicions / h", "detection mean [s]", "p99 [s]"
+    );
+    for r in rows.iter().filter(|r| [1.0, 3.0, 8.0, 12.0, 16.0, 2.0, 5.0, 10.0].contains(&r.threshold)) {
+        let name = match r.detector {
+            DetectorKind::Phi => "φ",
+            DetectorKind::Timeout => "timeout",
+        };
+        println!(
+            "   {name:<10}{:>10}{:>22.2}{:>20.2}{:>14.2}",
+            r.threshold, r.false_per_hour, r.detection_mean, r.detection_p99
+        );
+    }
+    println!("\n4. Freeze or fall back (to `{fallback}`), measured in the running case: cost = goodput when all freeze / goodput");
+    println!("   {:<28}{:>10}{:>8}", "outcome", "measured", "seed");
+    for (name, m, s) in [
+        ("both freeze", payoffs.both_freeze, SEED_COSTS[0]),
+        ("both fall back", payoffs.both_fallback, SEED_COSTS[1]),
+        ("lone fallback (defector)", payoffs.lone_fallback, SEED_COSTS[2]),
+        ("lone freezer", payoffs.lone_freeze, SEED_COSTS[3]),
+    ] {
+        println!("   {name:<28}{m:>10.2}{s:>8.2}");
+    }
+    println!(
+        "   Nash: (freeze, freeze) {}, (fall back, fall back) {}; regret: freeze {:.2}, fall back {:.2} (seed: 0.7, 0.1)",
+        if payoffs.freeze_is_nash() { "yes" } else { "no" },
+        if payoffs.fallback_is_nash() { "yes" } else { "no" },
+        payoffs.regret_freeze(),
+        payoffs.regret_fallback()
+    );
+    println!("   tipping share with {fleet_size} gates (f = share of the others falling back):");
+    for p in &tipping.points {
+        println!("     f {:.3}: freeze {:>6.2}  fall back {:>6.2}", p.f, p.freeze, p.fallback);
+    }
+    println!(
+        "   f* measured {}; the seed's {SEED_F_STAR} (from C_freeze = 1 + f, C_fallback = 1.1 + 0.2f)",
+        tipping.f_star.map_or("none (freezing is cheaper at every f)".to_string(), |f| format!("{f:.3}"))
+    );
+    println!("\nVerdicts (falsified = the criterion's condition is met in the running case):");
+    for v in &verdicts {
+        println!("   {} {:<13} {}", v.id, v.verdict, v.evidence);
+    }
+    Ok(ExitCode::SUCCESS)
+}
