@@ -70,6 +70,37 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
         pauses: Pauses::Pareto { probability: 0.01, scale: 0.5, shape: 1.5 },
     };
     let rows = sweep(&Sweep::standard(process, 50.0, 2026))?;
+    // 5. Exit frequency on the seed's health cycle: uncoordinated seed gates, the bare
+    // price, and the price under each gate's own filter (the shipped boundaries).
+    let ccfg = FleetConfig {
+        health: HealthTrack::new(HealthSchedule::Cycle(DipShape::default())),
+        price: Some(PriceConfig::default()),
+        ..two(8, 8)
+    };
+    let mut exits = Vec::new();
+    {
+        let mut plain = ccfg.clone();
+        plain.price = None;
+        let mut p: Vec<GatePolicy> = (0..2)
+            .map(|i| GatePolicy::named("seed-gate", &plain, i))
+            .collect::<Result<_, _>>()
+            .map_err(anyhow::Error::msg)?;
+        exits.push(("seed gates, no price", run_fleet(&plain, &mut p, FleetRecord::default())?));
+        let mut p: Vec<GatePolicy> = (0..2).map(|_| GatePolicy::Priced).collect();
+        exits.push(("price alone", run_fleet(&ccfg, &mut p, FleetRecord::default())?));
+        for (name, text) in [
+            ("price under seed-80", include_str!("../../../boundaries/seed-80.toml")),
+            ("price under seed-80-pool", include_str!("../../../boundaries/seed-80-pool.toml")),
+        ] {
+            let b = safegate_core::boundary::Boundary::from_toml(text, &[])
+                .map_err(|e| anyhow::anyhow!("{name}: {}", e.0))?;
+            let mut p: Vec<GatePolicy> = (0..2)
+                .map(|i| GatePolicy::filtered(&b, &ccfg, i))
+                .collect::<Result<_, _>>()
+                .map_err(anyhow::Error::msg)?;
+            exits.push((name, run_fleet(&ccfg, &mut p, FleetRecord::default())?));
+        }
+    }
     // 4. The Stag Hunt, measured.
     let payoffs = stag::two_player(&running_case(2, fallback))?;
     let tipping = stag::tipping(&running_case(fleet_size, fallback))?;
@@ -86,6 +117,11 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
                 "detector": match r.detector { DetectorKind::Phi => "phi", DetectorKind::Timeout => "timeout" },
                 "threshold": r.threshold, "false_per_hour": r.false_per_hour,
                 "detection_mean": r.detection_mean, "detection_p99": r.detection_p99,
+            })).collect::<Vec<_>>(),
+            "exit_frequency": exits.iter().map(|(name, o)| json!({
+                "fleet": name, "goodput": o.goodput, "jain": o.jain,
+                "time_above": o.gates.iter().map(|g| g.time_above).collect::<Vec<_>>(),
+                "crossings": o.gates.iter().map(|g| g.crossings).collect::<Vec<_>>(),
             })).collect::<Vec<_>>(),
             "stag_hunt": { "fallback": fallback, "payoffs": payoffs, "seed_payoffs": SEED_COSTS, "tipping": tipping, "seed_f_star": SEED_F_STAR },
             "verdicts": verdicts,
@@ -128,7 +164,21 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
             r.threshold, r.false_per_hour, r.detection_mean, r.detection_p99
         );
     }
-    println!("\n4. Freeze or fall back (to `{fallback}`), measured in the running case: cost = goodput when all freeze / goodput");
+    println!("\n4. Exit frequency on the seed's health cycle (two gates at 120 req/s, P = 8 each, 400 s): time above θ·cap and upward crossings");
+    for (name, o) in &exits {
+        let above: Vec<String> = o.gates.iter().map(|g| format!("{:.1} %", 100.0 * g.time_above)).collect();
+        let cross: Vec<String> = o.gates.iter().map(|g| g.crossings.to_string()).collect();
+        let fleet_above = o.gates.iter().map(|g| g.time_above).fold(0.0, f64::max);
+        println!(
+            "   {name:<26} goodput {:>6.1} req/s  Jain {:.3}  above θ·cap {} (fleet: worst gate {:.1} %)  crossings {}",
+            o.goodput,
+            o.jain,
+            above.join(" / "),
+            100.0 * fleet_above,
+            cross.join(" / ")
+        );
+    }
+    println!("\n5. Freeze or fall back (to `{fallback}`), measured in the running case: cost = goodput when all freeze / goodput");
     println!("   {:<28}{:>10}{:>8}", "outcome", "measured", "seed");
     for (name, m, s) in [
         ("both freeze", payoffs.both_freeze, SEED_COSTS[0]),
