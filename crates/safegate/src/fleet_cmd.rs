@@ -65,6 +65,10 @@ pub(crate) struct FleetArgs {
     /// With --sim: gates in the tipping-share fleet.
     #[arg(long, default_value_t = 9, value_name = "M")]
     fleet_size: usize,
+    /// With --sim: write SVG figures here (the price below and above its delay threshold,
+    /// the tipping curves).
+    #[arg(long, value_name = "DIR")]
+    figures: Option<std::path::PathBuf>,
 }
 
 /// Flags of `safegate fleet-gate` (one gate; started by `safegate fleet`).
@@ -209,7 +213,7 @@ fn jain(x: &[f64]) -> f64 {
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
     if args.sim {
-        return crate::fleet_sim::run(&args.fallback, args.fleet_size, args.json);
+        return crate::fleet_sim::run(&args.fallback, args.fleet_size, args.json, args.figures.as_deref());
     }
     let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
     if !(1..=64).contains(&args.nodes) {

@@ -34,7 +34,118 @@ fn running_case(m: usize, fallback: &str) -> StagConfig {
     StagConfig { fleet, fallback: fallback.to_string() }
 }
 
-pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<ExitCode> {
+/// The figures: the price at 0.8× and 1.2× its measured delay threshold, and the tipping
+/// curves.
+fn figures(
+    dir: &std::path::Path,
+    dcfg: &FleetConfig,
+    tau: f64,
+    tipping: &stag::Tipping,
+    fallback: &str,
+) -> Result<Vec<String>> {
+    use crate::chart::{render, Line, Panel, Rule, PALETTE};
+    use anyhow::Context as _;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    let mut lines = Vec::new();
+    let mut y_max: f64 = 0.0;
+    let mut p_star = 0.0;
+    for (k, factor) in [0.8, 1.2].into_iter().enumerate() {
+        let cfg = safegate_sim::fleet::sweep::with_delay(dcfg, factor * tau);
+        let cfg = FleetConfig { duration: 10.0, ..cfg };
+        let mut p: Vec<GatePolicy> = cfg.gates.iter().map(|_| GatePolicy::Priced).collect();
+        let out = run_fleet(&cfg, &mut p, FleetRecord { every: Some(10) })?;
+        p_star = out.price_equilibrium.unwrap_or(p_star);
+        let series = out.series.context("the recorded series")?;
+        y_max = y_max.max(series.price.iter().cloned().fold(0.0, f64::max));
+        lines.push(Line {
+            name: format!("delay {:.3} s ({factor}× the threshold)", factor * tau),
+            color: PALETTE[k],
+            x: series.t.clone(),
+            y: series.price.clone(),
+            dashed: false,
+        });
+    }
+    let panel = Panel {
+        label: "price p".into(),
+        y_min: 0.0,
+        y_max: y_max * 1.05,
+        lines,
+        rules: vec![Rule { y: p_star, label: format!("p* = {p_star:.2}") }],
+    };
+    let svg = render(
+        "the price below and above its delay threshold",
+        &format!("threshold {tau:.4} s"),
+        "time [s]",
+        0.0,
+        10.0,
+        &[panel],
+    );
+    let path = dir.join("fleet-price-delay.svg");
+    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    written.push(path.display().to_string());
+    let xs: Vec<f64> = tipping.points.iter().map(|p| p.f).collect();
+    let top = tipping.points.iter().map(|p| p.freeze.max(p.fallback)).fold(1.0, f64::max);
+    let panel = Panel {
+        label: "cost (goodput when all freeze / goodput)".into(),
+        y_min: 0.0,
+        y_max: top * 1.05,
+        lines: vec![
+            Line {
+                name: "freeze".into(),
+                color: PALETTE[1],
+                x: xs.clone(),
+                y: tipping.points.iter().map(|p| p.freeze).collect(),
+                dashed: false,
+            },
+            Line {
+                name: format!("fall back ({fallback})"),
+                color: PALETTE[0],
+                x: xs.clone(),
+                y: tipping.points.iter().map(|p| p.fallback).collect(),
+                dashed: false,
+            },
+            Line {
+                name: "seed: freeze 1 + f".into(),
+                color: PALETTE[1],
+                x: vec![0.0, 1.0],
+                y: vec![1.0, 2.0],
+                dashed: true,
+            },
+            Line {
+                name: "seed: fall back 1.1 + 0.2f".into(),
+                color: PALETTE[0],
+                x: vec![0.0, 1.0],
+                y: vec![1.1, 1.3],
+                dashed: true,
+            },
+        ],
+        rules: vec![],
+    };
+    let svg = render(
+        "freeze or fall back: the tipping share",
+        &format!(
+            "{} gates; f = share of the others falling back; f* = {}",
+            tipping.gates,
+            tipping.f_star.map_or("none".into(), |f| format!("{f:.3}"))
+        ),
+        "f",
+        0.0,
+        1.0,
+        &[panel],
+    );
+    let path = dir.join("fleet-tipping.svg");
+    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    written.push(path.display().to_string());
+    Ok(written)
+}
+
+pub(crate) fn run(
+    fallback: &str,
+    fleet_size: usize,
+    as_json: bool,
+    figure_dir: Option<&std::path::Path>,
+) -> Result<ExitCode> {
     if !(2..=64).contains(&fleet_size) {
         bail!("--fleet-size {fleet_size}: expected 2 to 64");
     }
@@ -105,6 +216,10 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
     let payoffs = stag::two_player(&running_case(2, fallback))?;
     let tipping = stag::tipping(&running_case(fleet_size, fallback))?;
     let verdicts = stag::verdicts(&payoffs, &tipping);
+    let written = match (figure_dir, measured) {
+        (Some(dir), Some(tau)) => figures(dir, &dcfg, tau, &tipping, fallback)?,
+        _ => Vec::new(),
+    };
 
     if as_json {
         let doc = json!({
@@ -125,6 +240,7 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
             })).collect::<Vec<_>>(),
             "stag_hunt": { "fallback": fallback, "payoffs": payoffs, "seed_payoffs": SEED_COSTS, "tipping": tipping, "seed_f_star": SEED_F_STAR },
             "verdicts": verdicts,
+            "figures": written,
         });
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(ExitCode::SUCCESS);
@@ -206,6 +322,9 @@ pub(crate) fn run(fallback: &str, fleet_size: usize, as_json: bool) -> Result<Ex
     println!("\nVerdicts (falsified = the criterion's condition is met in the running case):");
     for v in &verdicts {
         println!("   {} {:<13} {}", v.id, v.verdict, v.evidence);
+    }
+    for w in &written {
+        println!("figure: {w}");
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -91,6 +91,15 @@ fn the_fleet_measured_in_the_model() {
     let ids: Vec<&str> = r["verdicts"].as_array().unwrap().iter().map(|v| v["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["F13", "F14", "F15"]);
     assert_eq!(r["stag_hunt"]["seed_f_star"], 0.125);
+    let dir = std::env::temp_dir().join(format!("safegate-fleet-fig-{}", std::process::id()));
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_safegate")).args(["fleet", "--sim", "--figures"]).arg(&dir).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for f in ["fleet-price-delay.svg", "fleet-tipping.svg"] {
+        let svg = std::fs::read_to_string(dir.join(f)).unwrap();
+        assert!(svg.starts_with("<svg") && svg.contains("<path"), "{f}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
     for (args, needle) in [(vec!["--fallback", "nope"], "--fallback"), (vec!["--fleet-size", "1"], "--fleet-size")] {
         let out = Command::new(env!("CARGO_BIN_EXE_safegate")).args(["fleet", "--sim"]).args(&args).output().unwrap();
         assert_eq!(out.status.code(), Some(2));
