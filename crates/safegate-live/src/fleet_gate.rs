@@ -234,9 +234,18 @@ pub struct Keeper {
 impl Keeper {
     /// A keeper for a fleet whose bound is `bound` \[req/s\]; `local` is what the gate
     /// admits on its own (fallback's proposal); the coordinator is suspected after
-    /// `suspect_after` seconds without an answer; `lease` is the coordinator's lease \[s\].
-    pub fn new(policy: CorePolicy, bound: f64, local: f64, lease: f64, suspect_after: f64) -> Result<Self, RangeError> {
-        let cfg = KeeperConfig::new(policy, bound, lease, 1)?;
+    /// `suspect_after` seconds without an answer; `lease` is the coordinator's lease \[s\];
+    /// `members` is the fleet's size the gate assumes before its first grant (its share
+    /// until then is `bound / members`).
+    pub fn new(
+        policy: CorePolicy,
+        bound: f64,
+        local: f64,
+        lease: f64,
+        suspect_after: f64,
+        members: u32,
+    ) -> Result<Self, RangeError> {
+        let cfg = KeeperConfig::new(policy, bound, lease, members.max(1))?;
         Ok(Self {
             inner: GrantKeeper::new(cfg),
             grant: None,

@@ -35,7 +35,7 @@ async fn eight_gates_share_the_capacity_and_stay_within_it_while_the_coordinator
             timeout: Duration::from_secs(1),
             seed: i,
         };
-        let p = Box::new(Keeper::new(LossPolicy::Hybrid, CAPACITY, CAPACITY, 0.4, 0.3).unwrap());
+        let p = Box::new(Keeper::new(LossPolicy::Hybrid, CAPACITY, CAPACITY, 0.4, 0.3, 8).unwrap());
         tasks.push(tokio::spawn(run_gate(coord, gc, p, s, stop.clone())));
     }
     let admitted =

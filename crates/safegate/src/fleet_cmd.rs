@@ -51,6 +51,9 @@ pub(crate) struct FleetArgs {
     /// Stop the private Redis at START seconds for LEN seconds (`START:LEN`).
     #[arg(long, value_name = "START:LEN")]
     outage: Option<String>,
+    /// Serve Prometheus metrics of every gate at http://ADDR/metrics while running.
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<std::net::SocketAddr>,
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
@@ -94,6 +97,9 @@ pub(crate) struct FleetGateArgs {
     gamma: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// The fleet's size assumed before the first grant.
+    #[arg(long, default_value_t = 1)]
+    members: u32,
 }
 
 /// One gate's report line (JSON, every 200 ms on the gate's stdout).
@@ -135,7 +141,7 @@ pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
         // Fallback's local limit: the whole dependency, as a lone limiter would set it.
         let lease = args.lease_ms as f64 / 1e3;
         let suspect_after = 3.0 * args.refresh_ms as f64 / 1e3;
-        let keeper = Box::new(Keeper::new(mode, args.capacity, args.capacity, lease, suspect_after)?);
+        let keeper = Box::new(Keeper::new(mode, args.capacity, args.capacity, lease, suspect_after, args.members)?);
         let task = tokio::spawn(run_gate(coord, cfg, keeper, stats.clone(), stop));
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut tick = tokio::time::interval(Duration::from_millis(200));
@@ -199,6 +205,35 @@ struct OutageSummary {
     /// granted shares were fair (Jain ≥ 0.95) and within the bound.
     fair_again_after: Option<f64>,
     unpriced_decisions: u64,
+}
+
+/// Every gate's counters in Prometheus's text format.
+fn render_metrics(lines: &[Line]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    let metrics: [(&str, &str, &str, fn(&Line) -> f64); 7] = [
+        ("safegate_requests_offered_total", "counter", "Arrivals at the gate.", |l| l.offered as f64),
+        ("safegate_requests_admitted_total", "counter", "Requests admitted to the dependency.", |l| l.admitted as f64),
+        ("safegate_requests_failed_total", "counter", "Admitted requests that failed or timed out.", |l| {
+            l.failed as f64
+        }),
+        ("safegate_fleet_grants_total", "counter", "Refreshes the coordinator answered.", |l| l.grants as f64),
+        ("safegate_fleet_silences_total", "counter", "Refreshes that failed.", |l| l.silences as f64),
+        (
+            "safegate_fleet_decisions_without_price_total",
+            "counter",
+            "Admission decisions taken without a fresh price.",
+            |l| l.unpriced as f64,
+        ),
+        ("safegate_limit", "gauge", "The admitted rate in force [req/s].", |l| l.limit),
+    ];
+    for (name, kind, help, get) in metrics {
+        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+        for l in lines {
+            let _ = writeln!(o, "{name}{{gate=\"{}\"}} {}", l.id, get(l));
+        }
+    }
+    o
 }
 
 fn jain(x: &[f64]) -> f64 {
@@ -272,7 +307,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
                 .args(["--downstream", &ds.url(), "--mode", policy_name(mode)])
                 .args(["--capacity", &args.capacity.to_string(), "--lease-ms", &args.lease_ms.to_string()])
                 .args(["--refresh-ms", &args.refresh_ms.to_string(), "--gamma", &args.gamma.to_string()])
-                .args(["--seed", &(i + 1).to_string()])
+                .args(["--seed", &(i + 1).to_string(), "--members", &args.nodes.to_string()])
                 .stdout(Stdio::piped())
                 .stderr(Stdio::inherit())
                 .kill_on_drop(true)
@@ -292,6 +327,29 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         }
         let n = args.nodes as usize;
         let mut latest: Vec<Line> = (0..n).map(|i| Line { id: format!("g{i}"), ..Line::default() }).collect();
+        let shared = Arc::new(std::sync::Mutex::new(latest.clone()));
+        let metrics = match args.metrics {
+            Some(addr) => {
+                let listener = tokio::net::TcpListener::bind(addr)
+                    .await
+                    .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (the metrics endpoint): {e}"))?;
+                if !args.json {
+                    eprintln!("metrics: http://{}/metrics", listener.local_addr()?);
+                }
+                let state = shared.clone();
+                let app = axum::Router::new().route(
+                    "/metrics",
+                    axum::routing::get(move || {
+                        let lines = state.lock().map(|l| l.clone()).unwrap_or_default();
+                        async move { render_metrics(&lines) }
+                    }),
+                );
+                Some(tokio::spawn(async move {
+                    let _ = axum::serve(listener, app).await;
+                }))
+            }
+            None => None,
+        };
         let started = Instant::now();
         let mut seconds = Vec::new();
         let mut prev: Vec<u64> = vec![0; n];
@@ -306,6 +364,9 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
                 Some(l) = rx.recv() => {
                     if let Some(i) = l.id.strip_prefix('g').and_then(|s| s.parse::<usize>().ok()).filter(|&i| i < n) {
                         latest[i] = l;
+                        if let Ok(mut s) = shared.lock() {
+                            s.clone_from(&latest);
+                        }
                     }
                     if let (Some((t_back, grants)), None) = (&returned, fair_again) {
                         let limits: Vec<f64> = latest.iter().map(|l| l.limit).collect();
@@ -354,6 +415,9 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
             let _ = c.kill().await;
         }
         ds.shutdown().await;
+        if let Some(m) = metrics {
+            m.abort();
+        }
         drop(server);
         let outage = outage.map(|(a, b)| {
             let during: Vec<&Second> = seconds.iter().filter(|s| s.t > a + 1.0 && s.t <= a + b).collect();
@@ -419,5 +483,19 @@ fn print_report(r: &FleetReport, secs: f64) {
             o.unpriced_decisions,
             o.fair_again_after.map_or("never".to_string(), |t| format!("{:.2} s ({:.1} refresh intervals) after it returned", t, t * 1e3 / r.refresh_ms as f64))
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metrics_count_decisions_without_a_price_per_gate() {
+        let l = Line { id: "g3".into(), unpriced: 17, limit: 18.75, ..Line::default() };
+        let m = render_metrics(&[l]);
+        assert!(m.contains("safegate_fleet_decisions_without_price_total{gate=\"g3\"} 17"), "{m}");
+        assert!(m.contains("safegate_limit{gate=\"g3\"} 18.75"), "{m}");
+        assert!((jain(&[1.0, 1.0]) - 1.0).abs() < 1e-12 && jain(&[0.0, 0.0]) == 1.0);
     }
 }
