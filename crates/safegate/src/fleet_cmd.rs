@@ -211,7 +211,8 @@ struct OutageSummary {
 fn render_metrics(lines: &[Line]) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
-    let metrics: [(&str, &str, &str, fn(&Line) -> f64); 7] = [
+    type Metric = (&'static str, &'static str, &'static str, fn(&Line) -> f64);
+    let metrics: [Metric; 7] = [
         ("safegate_requests_offered_total", "counter", "Arrivals at the gate.", |l| l.offered as f64),
         ("safegate_requests_admitted_total", "counter", "Requests admitted to the dependency.", |l| l.admitted as f64),
         ("safegate_requests_failed_total", "counter", "Admitted requests that failed or timed out.", |l| {
