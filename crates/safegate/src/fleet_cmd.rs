@@ -68,6 +68,16 @@ pub(crate) struct FleetArgs {
     /// With --sim: gates in the tipping-share fleet.
     #[arg(long, default_value_t = 9, value_name = "M")]
     fleet_size: usize,
+    /// With --sim: run this fleet file (`[fleet]`, docs/fleet.md) instead of the built-in
+    /// measurements, uncoordinated (`--local`) and, if it has a `[fleet.price]`, priced.
+    #[arg(long, value_name = "FILE", requires = "sim")]
+    scenario: Option<std::path::PathBuf>,
+    /// With --scenario: each gate's policy without the price (a registry spec).
+    #[arg(long, default_value = "open", value_name = "SPEC")]
+    local: String,
+    /// With --scenario: each priced gate under the safety filter of this boundary file.
+    #[arg(long, value_name = "FILE")]
+    boundary: Option<std::path::PathBuf>,
     /// With --sim: write SVG figures here (the price below and above its delay threshold,
     /// the tipping curves).
     #[arg(long, value_name = "DIR")]
@@ -249,6 +259,9 @@ fn jain(x: &[f64]) -> f64 {
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
     if args.sim {
+        if let Some(path) = &args.scenario {
+            return crate::fleet_sim::run_file(path, &args.local, args.boundary.as_deref(), args.json);
+        }
         return crate::fleet_sim::run(&args.fallback, args.fleet_size, args.json, args.figures.as_deref());
     }
     let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;

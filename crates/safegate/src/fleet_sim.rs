@@ -328,3 +328,80 @@ pub(crate) fn run(
     }
     Ok(ExitCode::SUCCESS)
 }
+
+/// `safegate fleet --sim --scenario FILE`: the file's fleet uncoordinated and, if it has a
+/// price, priced (under `boundary`'s filter when given).
+pub(crate) fn run_file(
+    path: &std::path::Path,
+    local: &str,
+    boundary: Option<&std::path::Path>,
+    as_json: bool,
+) -> Result<ExitCode> {
+    use safegate_sim::fleet::FleetScenario;
+    let origin = path.display().to_string();
+    let sc = FleetScenario::load(path)?;
+    let cfg = sc.config(&origin)?;
+    let b = match boundary {
+        Some(p) => Some(safegate_sim::scenario::load_boundary(p)?),
+        None => None,
+    };
+    let mut runs = Vec::new();
+    let mut plain = cfg.clone();
+    plain.price = None;
+    let mut p: Vec<GatePolicy> = (0..plain.gates.len())
+        .map(|i| GatePolicy::named(local, &plain, i))
+        .collect::<Result<_, _>>()
+        .map_err(|e| anyhow::anyhow!("--local {local}: {e}"))?;
+    runs.push((format!("uncoordinated ({local})"), run_fleet(&plain, &mut p, FleetRecord::default())?));
+    if cfg.price.is_some() {
+        let (label, mut p): (String, Vec<GatePolicy>) = match &b {
+            Some(b) => (
+                format!("price under {}", b.name.as_deref().unwrap_or("the boundary")),
+                (0..cfg.gates.len())
+                    .map(|i| GatePolicy::filtered(b, &cfg, i))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| anyhow::anyhow!("--boundary: {e}"))?,
+            ),
+            None => ("price".to_string(), cfg.gates.iter().map(|_| GatePolicy::Priced).collect()),
+        };
+        runs.push((label, run_fleet(&cfg, &mut p, FleetRecord::default())?));
+    }
+    if as_json {
+        let doc = json!({
+            "scenario": origin,
+            "runs": runs.iter().map(|(l, o)| json!({ "label": l, "outcome": o })).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("safegate fleet --sim: {}", sc.name.as_deref().unwrap_or(&origin));
+    if let Some(d) = &sc.description {
+        println!("  {d}");
+    }
+    for (label, o) in &runs {
+        println!(
+            "\n{label}: fleet goodput {:.1} req/s, Jain {:.3} (of goodput/λ {:.3})",
+            o.goodput, o.jain, o.jain_demand
+        );
+        println!(
+            "   {:<6}{:>10}{:>12}{:>12}{:>9}{:>16}{:>11}",
+            "gate", "λ", "admitted", "goodput", "share", "above θ·cap", "crossings"
+        );
+        for (i, g) in o.gates.iter().enumerate() {
+            println!(
+                "   {:<6}{:>10.1}{:>12.0}{:>12.1}{:>8.1}%{:>15.1}%{:>11}",
+                i,
+                g.rate,
+                g.admitted,
+                g.goodput,
+                100.0 * g.share,
+                100.0 * g.time_above,
+                g.crossings
+            );
+        }
+        if let (Some(p), Some(e)) = (o.price_final, o.price_equilibrium) {
+            println!("   price at the end {p:.4} (equilibrium {e:.4})");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -106,3 +106,26 @@ fn the_fleet_measured_in_the_model() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(needle));
     }
 }
+
+#[test]
+fn a_fleet_file_runs_uncoordinated_and_priced() {
+    let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/fleet/two.toml");
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["fleet", "--sim", "--json", "--scenario", file])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runs = r["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(f(&runs[0]["outcome"]["jain"]) < 0.6);
+    assert!(f(&runs[1]["outcome"]["jain"]) >= 0.95);
+    let bad = std::env::temp_dir().join(format!("safegate-fleet-bad-{}.toml", std::process::id()));
+    std::fs::write(&bad, "[fleet]\ngates = [{ rate = -1 }]\n").unwrap();
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_safegate")).args(["fleet", "--sim", "--scenario"]).arg(&bad).output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("fleet.gates[0].rate"), "{err}");
+    let _ = std::fs::remove_file(&bad);
+}
