@@ -282,6 +282,38 @@ pub fn check_namespace(ns: &str) -> Result<(), safegate_core::RangeError> {
     }
 }
 
+/// A client and a reconnecting connection to `url`, with `timeout` for connecting and for
+/// each answer and `retries` reconnection attempts per failure; the whole connect is
+/// bounded by twice the timeout plus a second. Errors name the URL, password elided.
+pub(crate) async fn connect_manager(
+    url: &str,
+    timeout: Duration,
+    retries: usize,
+) -> Result<(Client, ConnectionManager), LiveError> {
+    let shown = redact(url);
+    let err = |what: &str| {
+        let shown = shown.clone();
+        let what = what.to_string();
+        move |source| LiveError::Redis { url: shown, what, source }
+    };
+    let client = Client::open(url).map_err(err("parsing the URL"))?;
+    let cfg = redis::aio::ConnectionManagerConfig::new()
+        .set_connection_timeout(Some(timeout))
+        .set_response_timeout(Some(timeout))
+        .set_number_of_retries(retries)
+        .set_max_delay(timeout / 4);
+    let con =
+        tokio::time::timeout(2 * timeout + Duration::from_secs(1), client.get_connection_manager_with_config(cfg))
+            .await
+            .map_err(|_| LiveError::Redis {
+                url: shown.clone(),
+                what: "connecting".into(),
+                source: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+            })?
+            .map_err(err("connecting"))?;
+    Ok((client, con))
+}
+
 /// The URL without a password, for messages.
 pub fn redact(url: &str) -> String {
     match (url.find("://"), url.rfind('@')) {
@@ -295,29 +327,11 @@ impl Backlog {
     /// stream and its group if they do not exist.
     pub async fn connect(url: &str, ns: &str) -> Result<Self, LiveError> {
         check_namespace(ns)?;
+        let (client, con) = connect_manager(url, Duration::from_secs(2), 2).await?;
         let shown = redact(url);
-        let err = |what: &str| {
-            let shown = shown.clone();
-            let what = what.to_string();
-            move |source| LiveError::Redis { url: shown, what, source }
-        };
-        let client = Client::open(url).map_err(err("parsing the URL"))?;
-        let cfg = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(Duration::from_secs(2)))
-            .set_response_timeout(Some(Duration::from_secs(2)))
-            .set_number_of_retries(2)
-            .set_max_delay(Duration::from_millis(500));
-        let con = tokio::time::timeout(Duration::from_secs(5), client.get_connection_manager_with_config(cfg))
-            .await
-            .map_err(|_| LiveError::Redis {
-                url: shown.clone(),
-                what: "connecting".into(),
-                source: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-            })?
-            .map_err(err("connecting"))?;
         let b = Self {
             client,
-            url: shown.clone(),
+            url: shown,
             con,
             ns: ns.to_string(),
             enqueue: Script::new(ENQUEUE),
@@ -328,7 +342,7 @@ impl Backlog {
             oldest: Script::new(OLDEST),
         };
         let mut c = b.con.clone();
-        let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(err("PING"))?;
+        let _: String = redis::cmd("PING").query_async(&mut c).await.map_err(b.err("PING"))?;
         b.ensure_group().await?;
         Ok(b)
     }

@@ -26,10 +26,10 @@
 //! it holds never exceeds what it was.
 
 use redis::aio::ConnectionManager;
-use redis::{Client, Script};
+use redis::Script;
 use serde::Serialize;
 
-use crate::backlog::{check_namespace, redact};
+use crate::backlog::{check_namespace, connect_manager, redact};
 use crate::LiveError;
 
 /// Publish demand and heartbeat, update the price, return the grant.
@@ -151,26 +151,8 @@ impl Coordinator {
     pub async fn connect(url: &str, ns: &str, cfg: PriceConfig) -> Result<Self, LiveError> {
         check_namespace(ns)?;
         cfg.check()?;
+        let (_, con) = connect_manager(url, std::time::Duration::from_millis(500), 1).await?;
         let shown = redact(url);
-        let err = |what: &'static str, shown: &str| {
-            let shown = shown.to_string();
-            move |source| LiveError::Redis { url: shown, what: what.into(), source }
-        };
-        let client = Client::open(url).map_err(err("parsing the URL", &shown))?;
-        let mcfg = redis::aio::ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(std::time::Duration::from_millis(500)))
-            .set_response_timeout(Some(std::time::Duration::from_millis(500)))
-            .set_number_of_retries(1)
-            .set_max_delay(std::time::Duration::from_millis(200));
-        let con =
-            tokio::time::timeout(std::time::Duration::from_secs(3), client.get_connection_manager_with_config(mcfg))
-                .await
-                .map_err(|_| LiveError::Redis {
-                    url: shown.clone(),
-                    what: "connecting".into(),
-                    source: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-                })?
-                .map_err(err("connecting", &shown))?;
         Ok(Self { con, url: shown, ns: ns.to_string(), price: Script::new(PRICE), cfg })
     }
 

@@ -6,32 +6,16 @@ use anyhow::{bail, Result};
 use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
 use safegate_sim::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
 use safegate_sim::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
-use safegate_sim::fleet::{
-    run_fleet, threshold, FleetConfig, FleetRecord, GateConfig, GatePolicy, OscillationTest, PriceConfig,
-};
+use safegate_sim::fleet::{run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig};
 use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
 use serde_json::json;
 
 fn two(p0: u32, p1: u32) -> FleetConfig {
-    FleetConfig {
-        gates: vec![
-            GateConfig { rate: 120.0, executors: p0, delay: 0.05, ..GateConfig::default() },
-            GateConfig { rate: 120.0, executors: p1, delay: 0.02, ..GateConfig::default() },
-        ],
-        ..FleetConfig::default()
-    }
+    FleetConfig::two_gates([p0, p1])
 }
 
 fn running_case(m: usize, fallback: &str) -> StagConfig {
-    let fleet = FleetConfig {
-        comfortable: 2.0 * m as f64,
-        gates: vec![GateConfig { rate: 80.0, ..GateConfig::default() }; m],
-        health: HealthTrack::new(HealthSchedule::Dip { start: 20.0, shape: DipShape::default() }),
-        duration: 120.0,
-        dt: 0.01,
-        ..FleetConfig::default()
-    };
-    StagConfig { fleet, fallback: fallback.to_string() }
+    StagConfig::running_case(m, fallback, 80.0)
 }
 
 /// The figures: the price at 0.8× and 1.2× its measured delay threshold, and the tipping

@@ -107,6 +107,18 @@ impl Default for FleetConfig {
 }
 
 impl FleetConfig {
+    /// docs/fleet.md's two-gate example: 120 req/s each, `executors[i]` executors, price
+    /// delays 50 and 20 ms, constant health, no price.
+    pub fn two_gates(executors: [u32; 2]) -> Self {
+        Self {
+            gates: vec![
+                GateConfig { rate: 120.0, executors: executors[0], delay: 0.05, ..GateConfig::default() },
+                GateConfig { rate: 120.0, executors: executors[1], delay: 0.02, ..GateConfig::default() },
+            ],
+            ..Self::default()
+        }
+    }
+
     /// Number of Euler steps (`round(duration / dt)`).
     pub fn steps(&self) -> u64 {
         (self.duration / self.dt).round() as u64

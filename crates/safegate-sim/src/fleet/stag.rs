@@ -118,6 +118,25 @@ pub struct StagConfig {
     pub fallback: String,
 }
 
+impl StagConfig {
+    /// The running case (module docs): `m` gates of the seed's pool offered `rate` each,
+    /// `C = 2·m`, one health dip at 20 s, 120 s at dt 0.01, falling back to `fallback`.
+    pub fn running_case(m: usize, fallback: &str, rate: f64) -> Self {
+        let fleet = FleetConfig {
+            comfortable: 2.0 * m as f64,
+            gates: vec![super::GateConfig { rate, ..super::GateConfig::default() }; m],
+            health: crate::health::HealthTrack::new(crate::health::HealthSchedule::Dip {
+                start: 20.0,
+                shape: crate::health::DipShape::default(),
+            }),
+            duration: 120.0,
+            dt: 0.01,
+            ..FleetConfig::default()
+        };
+        StagConfig { fleet, fallback: fallback.into() }
+    }
+}
+
 /// Goodput of every gate when gate `i` falls back iff `falls[i]`.
 fn profile(cfg: &StagConfig, falls: &[bool]) -> Checked<Vec<f64>> {
     let fleet = &cfg.fleet;
@@ -278,19 +297,9 @@ pub fn verdicts(p: &Payoffs, t: &Tipping) -> Vec<Verdict> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fleet::GateConfig;
-    use crate::health::{DipShape, HealthSchedule, HealthTrack};
 
     fn running_case(m: usize, fallback: &str, rate: f64) -> StagConfig {
-        let fleet = FleetConfig {
-            comfortable: 2.0 * m as f64,
-            gates: vec![GateConfig { rate, ..GateConfig::default() }; m],
-            health: HealthTrack::new(HealthSchedule::Dip { start: 20.0, shape: DipShape::default() }),
-            duration: 120.0,
-            dt: 0.01,
-            ..FleetConfig::default()
-        };
-        StagConfig { fleet, fallback: fallback.into() }
+        StagConfig::running_case(m, fallback, rate)
     }
 
     /// The seed's probe cycle as the fallback, two gates: freezing is a best response to

@@ -7,13 +7,7 @@ use crate::health::{DipShape, HealthSchedule, HealthTrack};
 /// Two gates offered 120 req/s each, with `p0` and `p1` executors and price delays 50 and
 /// 20 ms.
 fn two(p0: u32, p1: u32) -> FleetConfig {
-    FleetConfig {
-        gates: vec![
-            GateConfig { rate: 120.0, executors: p0, delay: 0.05, ..GateConfig::default() },
-            GateConfig { rate: 120.0, executors: p1, delay: 0.02, ..GateConfig::default() },
-        ],
-        ..FleetConfig::default()
-    }
+    FleetConfig::two_gates([p0, p1])
 }
 
 fn local(cfg: &FleetConfig, names: &[&str]) -> FleetOutcome {
