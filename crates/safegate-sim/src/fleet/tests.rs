@@ -139,13 +139,9 @@ fn equal_delays(gain: f64, dt: f64) -> FleetConfig {
     cfg
 }
 
-/// Measured thresholds against Hayes's `π/(2a)` and Levin and May's Euler recursion, for
-/// three gains, two capacities and two weight sets. Tolerance: the first oscillating whole
-/// step is Levin and May's to within one step (a run's perturbation is finite, 10 % of p*,
-/// where the analysis is linear), and within 1 % + one step of Hayes's.
-#[test]
-fn measured_delay_threshold_matches_the_analysis() {
-    let test = OscillationTest::default();
+/// Three gates of unequal rate and weight (one with 4 executors), γ = 0.2, c = 100,
+/// dt = 2 ms: the threshold case that is not two equal gates.
+fn three_weighted() -> FleetConfig {
     let mut three = FleetConfig {
         gates: [(150.0, 50.0), (100.0, 100.0), (90.0, 150.0)]
             .iter()
@@ -156,6 +152,17 @@ fn measured_delay_threshold_matches_the_analysis() {
         ..FleetConfig::default()
     };
     three.gates[2].executors = 4;
+    three
+}
+
+/// Measured thresholds against Hayes's `π/(2a)` and Levin and May's Euler recursion, for
+/// three gains, two capacities and two weight sets. Tolerance: the first oscillating whole
+/// step is Levin and May's to within one step (a run's perturbation is finite, 10 % of p*,
+/// where the analysis is linear), and within 1 % + one step of Hayes's.
+#[test]
+fn measured_delay_threshold_matches_the_analysis() {
+    let test = OscillationTest::default();
+    let three = three_weighted();
     for cfg in [equal_delays(0.05, 0.001), equal_delays(0.1, 0.002), equal_delays(0.02, 0.005), three] {
         let p = cfg.price.unwrap();
         let eq = equilibrium(&cfg.gates, cfg.priced_capacity(&p, 1.0), p.gain);
@@ -330,16 +337,7 @@ fn fleet_report() {
     }
     let test = OscillationTest::default();
     println!("\n| γ | c | W | dt | a = γ·c²/W | π/(2a) | Levin–May real | first unstable whole step | measured |");
-    let mut three = FleetConfig {
-        gates: [(150.0, 50.0), (100.0, 100.0), (90.0, 150.0)]
-            .iter()
-            .map(|&(rate, weight)| GateConfig { rate, weight, delay: 0.1, ..GateConfig::default() })
-            .collect(),
-        price: Some(PriceConfig { gain: 0.2, capacity: Some(100.0), ..PriceConfig::default() }),
-        dt: 0.002,
-        ..FleetConfig::default()
-    };
-    three.gates[2].executors = 4;
+    let three = three_weighted();
     let cases = [
         equal_delays(0.05, 0.001),
         equal_delays(0.1, 0.002),
