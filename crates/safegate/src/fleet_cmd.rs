@@ -13,6 +13,7 @@ use safegate_live::downstream::{Downstream, DownstreamConfig};
 use safegate_live::fleet_gate::{parse_policy, policy_name, run_gate, GateConfig, GateStats, Keeper};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
+use safegate_sim::fleet::jain;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
@@ -245,16 +246,6 @@ fn render_metrics(lines: &[Line]) -> String {
         }
     }
     o
-}
-
-fn jain(x: &[f64]) -> f64 {
-    let s: f64 = x.iter().sum();
-    let q: f64 = x.iter().map(|v| v * v).sum();
-    if q > 0.0 {
-        s * s / (x.len() as f64 * q)
-    } else {
-        1.0
-    }
 }
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {

@@ -15,11 +15,8 @@ use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, 
 use safegate_sim::variants::variants;
 use safegate_sim::{Outcome, Scenario};
 
-use crate::run_cmd::{toml_float, RunReport};
+use crate::run_cmd::{parse_sets, toml_float, RunReport, DEFAULT_SCENARIO};
 use crate::run_render::{render_chart, render_table};
-
-/// The embedded default scenario: the seed's λ = 80 band.
-const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
 
 /// Flags of `safegate live`.
 #[derive(Debug, Args)]
@@ -112,10 +109,7 @@ impl LiveArgs {
         if let Some(v) = self.seed {
             o.push(("run.seed".into(), v.to_string()));
         }
-        for kv in &self.set {
-            let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-            o.push((k.trim().to_string(), v.trim().to_string()));
-        }
+        o.extend(parse_sets(&self.set)?);
         Ok(o)
     }
 }

@@ -15,7 +15,7 @@ use crate::progress;
 use crate::run_render::{mode_text, render_chart, render_table};
 
 /// The embedded default scenario: the seed's λ = 80 band.
-const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
+pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
 
 /// Flags of `safegate run`. Every model flag overrides the scenario's value.
 #[derive(Debug, Args)]
@@ -119,14 +119,21 @@ impl RunArgs {
         num("model.rate", self.rate.map(toml_float));
         num("model.capacity", self.capacity.map(|v| v.to_string()));
         num("model.busy", self.busy.as_ref().map(|v| format!("{v:?}")));
-        for kv in &self.set {
+        o.extend(parse_sets(&self.set)?);
+        Ok(o)
+    }
+}
+
+/// `--set KEY=VALUE` flags as `(key, value)` overrides, spaces around each trimmed.
+pub(crate) fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
+    sets.iter()
+        .map(|kv| {
             let (k, v) = kv
                 .split_once('=')
                 .with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.shape.low=0.2"))?;
-            o.push((k.trim().to_string(), v.trim().to_string()));
-        }
-        Ok(o)
-    }
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
 }
 
 /// One labelled run, as printed and serialised.

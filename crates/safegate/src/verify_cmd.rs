@@ -11,8 +11,7 @@ use safegate_sim::verify::{verify, ArmResult, CellResult, VerifyError, VerifyRep
 use safegate_sim::Scenario;
 
 use crate::progress;
-
-const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
+use crate::run_cmd::DEFAULT_SCENARIO;
 
 /// Flags of `safegate verify`.
 #[derive(Debug, Args)]
