@@ -101,13 +101,11 @@ pub async fn run_gate(
     let started = Instant::now();
     let lease = coord.config().lease_ms as f64 / 1e3;
     let policy = Arc::new(Mutex::new(policy));
-    let has = Arc::new(AtomicU64::new(0));
     // The refresh runs beside the arrivals, so a coordinator that answers slowly or not at
     // all never stalls admission.
     let refresher = {
         let policy = policy.clone();
         let stats = stats.clone();
-        let has = has.clone();
         let cfg = cfg.clone();
         let mut stop = stop.clone();
         tokio::spawn(async move {
@@ -118,7 +116,8 @@ pub async fn run_gate(
                     _ = tick.tick() => {}
                     _ = stop.changed() => break,
                 }
-                let held = has.load(Ordering::Relaxed) as f64 / 1e3;
+                // What the gate holds: the rate in force, as the admission loop last set it.
+                let held = stats.limit_milli.load(Ordering::Relaxed) as f64 / 1e3;
                 let call = coord.refresh(&cfg.id, cfg.demand, cfg.weight, held);
                 let r = tokio::time::timeout(cfg.refresh_timeout, call).await;
                 let now = started.elapsed().as_secs_f64();
@@ -149,7 +148,6 @@ pub async fn run_gate(
         let (limit, fresh) =
             policy.lock().unwrap_or_else(|e| e.into_inner()).limit(t.duration_since(started).as_secs_f64());
         let limit = if limit.is_finite() { limit.max(0.0) } else { 0.0 };
-        has.store((limit * 1e3) as u64, Ordering::Relaxed);
         stats.limit_milli.store((limit * 1e3) as u64, Ordering::Relaxed);
         // Token bucket at `limit`, a burst of BURST seconds' worth (at least one token).
         tokens = (tokens + limit * t.duration_since(last_fill).as_secs_f64()).min((limit * BURST).max(1.0));
