@@ -8,9 +8,11 @@ pub mod imm;
 pub mod latency;
 pub mod moments;
 pub mod service_curve;
+pub mod tail;
 pub mod windowed_max;
 
 pub use hill::{hill, hill_auto, hill_k, HillEstimate};
+pub use tail::{classify, TailClass, TailReport};
 pub use imm::{run_series, Detection, ImmConfig, Likelihood, TwoModeImm};
 pub use latency::{LatencyConfig, LatencyGradient};
 pub use moments::{EwmaRate, WindowedMoments};
