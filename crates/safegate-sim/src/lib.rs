@@ -39,6 +39,7 @@ pub mod scenario;
 pub mod series_text;
 pub mod stepped;
 pub mod stochastic;
+pub mod telemetry;
 pub mod variants;
 pub mod verify;
 

@@ -9,7 +9,7 @@
 //!   Inference Using Extreme Order Statistics", Annals of Statistics 3(1), 1975;
 //!   Balkema & de Haan 1974). `ξ = 0` is the exponential (light: Gaussian, exponential,
 //!   Poisson sums), `ξ < 0` a bounded tail, `ξ > 0` a Pareto-like tail with index `α = 1/ξ`.
-//!   [`classify`] fits the GPD to the excesses over the top decile by maximum likelihood
+//!   [`classify`] fits the GPD to the excesses over the top third of the sample by maximum likelihood
 //!   (profile likelihood in `θ = ξ/σ`, Grimshaw, "Computing Maximum Likelihood Estimates
 //!   for the Generalized Pareto Distribution", Technometrics 35(2), 1993) and tests
 //!   `ξ = 0` against it with the likelihood ratio (`2·ΔLL ~ χ²₁` under the exponential):
@@ -83,7 +83,7 @@ pub struct TailReport {
     pub class: TailClass,
     /// Why, in words.
     pub reason: String,
-    /// The GPD fit over the top decile, if there were enough values.
+    /// The GPD fit over the top third, if there were enough values.
     pub gpd: Option<GpdFit>,
     /// The Hill estimate at the stable `k`, if any.
     pub hill: Option<HillEstimate>,
@@ -236,7 +236,7 @@ pub fn stable_k(sample: &[f64]) -> Option<(usize, Vec<(usize, f64)>)> {
 
 /// Light, heavy or inconclusive, with the Hill estimate and its interval: see the module
 /// documentation. Non-finite values are ignored; the GPD test uses the excesses over the
-/// top decile (at least [`MIN_EXCESSES`] of them).
+/// top third (at least 60 values, of which [`MIN_EXCESSES`] must exceed the threshold).
 ///
 /// # Examples
 ///
@@ -269,9 +269,17 @@ pub fn classify(sample: &[f64]) -> TailReport {
         return empty(format!("{n} values; at least {MIN_SAMPLE} are needed to judge a tail"));
     }
     xs.sort_unstable_by(|a, b| b.total_cmp(a));
-    let k_gpd = (n / 10).max(MIN_EXCESSES).min(n - 1);
+    let k_gpd = (n / 3).max(2 * MIN_EXCESSES).min(n - 1);
     let threshold = xs[k_gpd];
-    let excesses: Vec<f64> = xs[..k_gpd].iter().map(|x| x - threshold).collect();
+    // Only values strictly above the threshold: a mass of ties at it (a capped signal) is
+    // not a tail.
+    let excesses: Vec<f64> = xs[..k_gpd].iter().map(|x| x - threshold).filter(|y| *y > 0.0).collect();
+    if excesses.len() < MIN_EXCESSES {
+        return empty(format!(
+            "only {} of {n} values exceed the top third's threshold {threshold} (ties at a cap?): no tail to fit",
+            excesses.len()
+        ));
+    }
     let Some(gpd) = gpd_fit(&excesses, threshold) else {
         return empty(format!("the top {k_gpd} of {n} values do not exceed the threshold {threshold}: no tail to fit"));
     };

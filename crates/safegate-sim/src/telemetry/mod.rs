@@ -1,0 +1,234 @@
+//! A user's telemetry, and the seed's checklist run on it ("Compute Your Own Boundary, a
+//! Checklist"): `safegate boundary check`.
+//!
+//! Two formats are read (docs/boundary-check.md §Telemetry formats):
+//!
+//! - **CSV** with a header: `time` \[s\], `queue` (or `in_flight`), and optionally `latency`
+//!   \[s\], `throughput` and `offered` \[req/s\], `health`, `rejections`, `retries` (counts in
+//!   the interval ending at the row; `*_total` columns are cumulative counters), `limit`
+//!   and `capacity`.
+//! - **Prometheus text format**, a series of scrapes of safegate's own metrics (the live
+//!   system's or the tower layer's `/metrics`), one after another, with sample timestamps or
+//!   `safegate_model_time_seconds` giving each scrape's time.
+//!
+//! Either becomes a [`Telemetry`]: one row per sample, every column a rate or a level, so
+//! the checks ([`check`]) need not care where it came from. Malformed input is an error
+//! naming the line, never a panic.
+
+mod check;
+mod csv;
+mod prom;
+pub mod traces;
+
+use std::fmt;
+
+pub use check::{check, CheckOptions, CheckReport, Cell, Excursions, ExitCheck, Feasibility, Finding, FindingKind, Margin, Severity};
+
+/// Most rows a telemetry file may have (a month at one sample per second is 2.6 M).
+pub const MAX_ROWS: usize = 20_000_000;
+
+/// The signal the barrier reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Signal {
+    /// Queue depth (the seed's backlog occupancy).
+    Queue,
+    /// Requests in flight.
+    InFlight,
+}
+
+impl Signal {
+    /// `queue` or `in_flight`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Signal::Queue => "queue",
+            Signal::InFlight => "in_flight",
+        }
+    }
+}
+
+/// One telemetry series, one row per sample. Every optional column has the length of `t`.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Telemetry {
+    /// Time \[s\], strictly increasing.
+    pub t: Vec<f64>,
+    /// Which signal `x` is.
+    pub signal: Option<Signal>,
+    /// The barrier's signal: queue depth or requests in flight.
+    pub x: Vec<f64>,
+    /// Mean latency over the interval \[s\].
+    pub latency: Option<Vec<f64>>,
+    /// Completions per second.
+    pub throughput: Option<Vec<f64>>,
+    /// Offered requests per second.
+    pub offered: Option<Vec<f64>>,
+    /// Downstream health in \[0, 1\].
+    pub health: Option<Vec<f64>>,
+    /// Rejections per second.
+    pub rejections: Option<Vec<f64>>,
+    /// Retries per second.
+    pub retries: Option<Vec<f64>>,
+    /// The concurrency limit a controller published.
+    pub limit: Option<Vec<f64>>,
+    /// The queue's capacity, if the data says.
+    pub capacity: Option<f64>,
+    /// Columns read but not used, for the report.
+    pub ignored: Vec<String>,
+}
+
+impl Telemetry {
+    /// Rows.
+    pub fn len(&self) -> usize {
+        self.t.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.t.is_empty()
+    }
+
+    /// The optional columns present, by name.
+    pub fn columns(&self) -> Vec<&'static str> {
+        let mut c = vec!["time", self.signal.unwrap_or(Signal::Queue).name()];
+        for (name, present) in [
+            ("latency", self.latency.is_some()),
+            ("throughput", self.throughput.is_some()),
+            ("offered", self.offered.is_some()),
+            ("health", self.health.is_some()),
+            ("rejections", self.rejections.is_some()),
+            ("retries", self.retries.is_some()),
+            ("limit", self.limit.is_some()),
+        ] {
+            if present {
+                c.push(name);
+            }
+        }
+        c
+    }
+
+    /// Write as the CSV [`parse`] reads (counts per interval for rejections and retries).
+    pub fn to_csv(&self) -> String {
+        use std::fmt::Write;
+        let names = self.columns();
+        let mut o = String::with_capacity(self.len() * 48);
+        let _ = writeln!(o, "{}", names.join(","));
+        for i in 0..self.len() {
+            let dt = if i == 0 { self.t.get(1).map_or(0.0, |t1| t1 - self.t[0]) } else { self.t[i] - self.t[i - 1] };
+            let _ = write!(o, "{},{}", fmt_num(self.t[i]), fmt_num(self.x[i]));
+            for (col, per_interval) in [
+                (&self.latency, false),
+                (&self.throughput, false),
+                (&self.offered, false),
+                (&self.health, false),
+                (&self.rejections, true),
+                (&self.retries, true),
+                (&self.limit, false),
+            ] {
+                if let Some(v) = col {
+                    let x = if per_interval { (v[i] * dt).round() } else { v[i] };
+                    let _ = write!(o, ",{}", fmt_num(x));
+                }
+            }
+            o.push('\n');
+        }
+        o
+    }
+}
+
+fn fmt_num(x: f64) -> String {
+    if x == x.round() && x.abs() < 1e15 {
+        format!("{}", x as i64)
+    } else {
+        format!("{:.6}", x).trim_end_matches('0').trim_end_matches('.').to_string()
+    }
+}
+
+/// Why telemetry could not be read: the file, the line (1-based) where it applies, what.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TelemetryError {
+    /// The input's name (its path).
+    pub source: String,
+    /// The line, when one is to blame.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub what: String,
+}
+
+impl fmt::Display for TelemetryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.line {
+            Some(l) => write!(f, "{}:{}: {}", self.source, l, self.what),
+            None => write!(f, "{}: {}", self.source, self.what),
+        }
+    }
+}
+
+impl std::error::Error for TelemetryError {}
+
+/// Which format a text is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// CSV with a header.
+    Csv,
+    /// Prometheus text exposition format, a series of scrapes.
+    Prometheus,
+}
+
+/// Guess the format: Prometheus when the first meaningful line is a `# HELP`/`# TYPE`
+/// comment or a `name value` sample without commas; CSV otherwise.
+pub fn sniff(text: &str) -> Format {
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() {
+            continue;
+        }
+        if l.starts_with("# HELP") || l.starts_with("# TYPE") {
+            return Format::Prometheus;
+        }
+        if l.starts_with('#') {
+            continue;
+        }
+        let first = l.split(|c: char| c.is_whitespace() || c == '{').next().unwrap_or("");
+        let metric_like = !first.is_empty()
+            && first.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
+            && first.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        return if !l.contains(',') && metric_like && l.split_whitespace().count() >= 2 { Format::Prometheus } else { Format::Csv };
+    }
+    Format::Csv
+}
+
+/// Read telemetry from `text`; `source` names it in errors. The format is sniffed.
+pub fn parse(source: &str, text: &str) -> Result<(Telemetry, Format), TelemetryError> {
+    let format = sniff(text);
+    let t = match format {
+        Format::Csv => csv::parse(source, text)?,
+        Format::Prometheus => prom::parse(source, text)?,
+    };
+    Ok((t, format))
+}
+
+/// Turn a cumulative counter into a per-second rate per row; a decrease is a reset (the
+/// counter restarted from 0, so the increase is the new value). The first row has rate 0.
+pub(crate) fn counter_to_rate(t: &[f64], c: &[f64]) -> Vec<f64> {
+    let mut out = Vec::with_capacity(c.len());
+    for i in 0..c.len() {
+        if i == 0 {
+            out.push(0.0);
+            continue;
+        }
+        let d = if c[i] >= c[i - 1] { c[i] - c[i - 1] } else { c[i] };
+        out.push(d / (t[i] - t[i - 1]));
+    }
+    out
+}
+
+/// Turn counts per interval (ending at each row) into per-second rates; the first row's
+/// interval is taken as the second row's.
+pub(crate) fn counts_to_rate(t: &[f64], c: &[f64]) -> Vec<f64> {
+    let first = if t.len() > 1 { t[1] - t[0] } else { 1.0 };
+    (0..c.len()).map(|i| c[i] / if i == 0 { first } else { t[i] - t[i - 1] }).collect()
+}
+
+#[cfg(test)]
+mod tests;
