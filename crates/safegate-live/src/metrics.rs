@@ -94,6 +94,19 @@ pub fn render(s: &Snapshot) -> String {
     o
 }
 
+/// Append `s` as one scrape to `out`, every sample stamped with the model time in
+/// milliseconds (Prometheus's optional timestamp), so that a series of them reads as one
+/// telemetry file.
+pub fn render_stamped(s: &Snapshot, out: &mut String) {
+    let ms = (s.t * 1000.0).round() as i64;
+    for line in render(s).lines() {
+        if line.starts_with('#') {
+            continue;
+        }
+        let _ = writeln!(out, "{line} {ms}");
+    }
+}
+
 /// A running `/metrics` server.
 #[derive(Debug)]
 pub struct MetricsServer {

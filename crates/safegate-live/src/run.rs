@@ -71,6 +71,9 @@ pub struct LiveOptions {
     /// Run executors in this process (false: other processes run them, as in the
     /// crash tests).
     pub executors: bool,
+    /// Keep a scrape of `/metrics` every this many model seconds, stamped with the model
+    /// time, for `safegate boundary check` (`None`: keep none).
+    pub scrape_every: Option<f64>,
 }
 
 impl Default for LiveOptions {
@@ -85,6 +88,7 @@ impl Default for LiveOptions {
             timeout: 30.0,
             heartbeat: Duration::from_secs(1),
             executors: true,
+            scrape_every: None,
         }
     }
 }
@@ -164,6 +168,9 @@ pub struct LiveReport {
     pub decisions: u64,
     /// Controller periods lost to Redis errors.
     pub controller_errors: u64,
+    /// The scrapes kept ([`LiveOptions::scrape_every`]), in Prometheus's text format.
+    #[serde(skip)]
+    pub scrapes: Option<String>,
 }
 
 /// The load generator's counters at the end.
@@ -367,6 +374,8 @@ pub async fn run(
     let mut last_t = 0.0;
     let mut last_q = 0.0;
     let mut last_progress = Instant::now();
+    let mut scrapes = opts.scrape_every.map(|_| String::new());
+    let mut next_scrape = 0.0;
     let mut acc = Accounting::default();
     loop {
         tick.tick().await;
@@ -425,6 +434,12 @@ pub async fn run(
                 backup_activations: fs.map_or(0, |f| f.infeasible),
                 bound,
             };
+            if let (Some(buf), Some(every)) = (scrapes.as_mut(), opts.scrape_every) {
+                if t >= next_scrape {
+                    next_scrape = t + every;
+                    crate::metrics::render_stamped(&s, buf);
+                }
+            }
         }
         if last_progress.elapsed() >= Duration::from_millis(250) {
             last_progress = Instant::now();
@@ -501,5 +516,6 @@ pub async fn run(
         downstream: ds,
         decisions,
         controller_errors: errors,
+        scrapes,
     })
 }

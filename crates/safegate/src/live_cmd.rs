@@ -92,6 +92,10 @@ pub(crate) struct LiveArgs {
     /// Do not write the chart.
     #[arg(long, conflicts_with = "svg")]
     no_svg: bool,
+    /// Write a scrape of `/metrics` every model second, stamped with the model time, to
+    /// PATH: telemetry for `safegate boundary check` (docs/boundary-check.md).
+    #[arg(long, value_name = "PATH")]
+    scrapes: Option<PathBuf>,
 }
 
 impl LiveArgs {
@@ -205,6 +209,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         timeout: args.timeout,
         heartbeat: Duration::from_secs(1),
         executors: !args.external_executors,
+        scrape_every: args.scrapes.is_some().then_some(1.0),
     };
     opts.check().map_err(|e| {
         let flag = format!("--{}", e.field.replace('.', "-"));
@@ -277,6 +282,12 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     if let Some(path) = &chart {
         let svg = render_chart("safegate live", &mode, &scenario, &cfg, &columns);
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
+    }
+    if let (Some(path), Some(text)) = (&args.scrapes, &report.scrapes) {
+        std::fs::write(path, text).with_context(|| format!("writing the scrapes to {}", path.display()))?;
+        if !args.json {
+            println!("scrapes: {} (check them: safegate boundary check {})", path.display(), path.display());
+        }
     }
     if args.json {
         let doc = serde_json::json!({

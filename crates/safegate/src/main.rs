@@ -9,6 +9,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
+mod boundary_cmd;
 mod bench_plumbing;
 mod bound_cmd;
 mod chart;
@@ -49,6 +50,8 @@ enum Command {
     Verify(verify_cmd::VerifyArgs),
     /// Horizon bounds (Freedman, Ville) and the inverse design for given margins and noise.
     Bound(bound_cmd::BoundArgs),
+    /// The seed's boundary checklist on your own telemetry: `boundary check FILE`.
+    Boundary(boundary_cmd::BoundaryArgs),
     /// Run the two-mode IMM regime detector over a series of values (posterior and alarms).
     Detect(detect_cmd::DetectArgs),
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
@@ -78,6 +81,7 @@ fn main() -> ExitCode {
         Some(Command::Reproduce(args)) => reproduce_cmd::run(&args),
         Some(Command::Verify(args)) => verify_cmd::run(&args),
         Some(Command::Bound(args)) => bound_cmd::run(&args),
+        Some(Command::Boundary(args)) => boundary_cmd::run(&args),
         Some(Command::Detect(args)) => detect_cmd::run(&args),
         Some(Command::Compare(args)) => compare_cmd::run(&args),
         Some(Command::Bench(args)) => bench_cmd::run(&args),

@@ -144,7 +144,7 @@ pub struct Cell {
     pub traffic: [f64; 2],
     /// Health range (`[0, 1]` when there is no health column).
     pub health: [f64; 2],
-    /// Samples in the cell.
+    /// Samples in the cell inside the safe set.
     pub samples: usize,
     /// Share of them with no admitted rate satisfying ε alone.
     pub infeasible_probability: f64,
@@ -163,9 +163,9 @@ pub struct Feasibility {
     pub traffic: [f64; 2],
     /// The envelope seen: health.
     pub health: [f64; 2],
-    /// Share of samples where ε alone is infeasible.
+    /// Share of the samples inside the safe set where ε alone is infeasible.
     pub infeasible_probability: f64,
-    /// Share where ε and ρ together are infeasible.
+    /// Share of them where ε and ρ together are infeasible.
     pub infeasible_joint: f64,
     /// By cell.
     pub cells: Vec<Cell>,
@@ -575,7 +575,14 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
     let mut counts = vec![[0usize; 3]; 12];
     let retries = tel.retries.as_ref();
     let n = tel.len();
+    let line = b.barrier.threshold * b.barrier.capacity.unwrap_or(1.0);
+    let mut outside = 0usize;
     for i in 0..n {
+        // The filter acts inside the safe set; a state already outside is the backup's.
+        if tel.x[i] > line {
+            outside += 1;
+            continue;
+        }
         let service = thr[i].max(0.0);
         let retry = retries.map_or(0.0, |r| r[i]);
         let arrivals = offered[i].max(0.0);
@@ -618,14 +625,19 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
         }
     }
     out.checked = true;
-    out.infeasible_probability = total[1] as f64 / total[0] as f64;
-    out.infeasible_joint = total[2] as f64 / total[0] as f64;
-    out.reason = if total[2] == 0 {
-        format!("ε and ρ together leave a feasible admitted rate at every one of the {} states seen", total[0])
+    out.infeasible_probability = total[1] as f64 / total[0].max(1) as f64;
+    out.infeasible_joint = total[2] as f64 / total[0].max(1) as f64;
+    let also = if outside > 0 { format!("; {outside} samples already outside the safe set are the backup's") } else { String::new() };
+    out.reason = if total[0] == 0 {
+        out.checked = false;
+        format!("not checked: no sample inside the safe set{also}")
+    } else if total[2] == 0 {
+        format!("ε and ρ together leave a feasible admitted rate at every one of the {} states seen inside the safe set{also}", total[0])
     } else {
         format!(
-            "no admitted rate satisfies ε and ρ together in {:.2} % of the states seen ({:.2} % for ε alone): the backup policy must cover them",
+            "no admitted rate satisfies ε and ρ together in {:.2} % of the {} states seen inside the safe set ({:.2} % for ε alone): the backup policy must cover them{also}",
             100.0 * out.infeasible_joint,
+            total[0],
             100.0 * out.infeasible_probability
         )
     };
@@ -1029,7 +1041,9 @@ fn oscillation(tel: &Telemetry) -> Finding {
     let evidence = format!(
         "the {name}'s strongest periodic component: autocorrelation {a:.2} at a period of {period:.2} s ({periods:.0} periods in the data), amplitude {:.0} % of its mean{}",
         100.0 * rel,
-        if follows {
+        if a < 0.3 {
+            " (below 0.3: no oscillation)"
+        } else if follows {
             "; the health or offered load has the same period, so the loop follows its input"
         } else if flagged {
             ": the control loop oscillates"

@@ -106,10 +106,14 @@ impl Telemetry {
         c
     }
 
-    /// Write as the CSV [`parse`] reads (counts per interval for rejections and retries).
+    /// Write as the CSV [`parse`] reads (counts per interval for rejections and retries;
+    /// the capacity, when known, as a constant column).
     pub fn to_csv(&self) -> String {
         use std::fmt::Write;
-        let names = self.columns();
+        let mut names = self.columns();
+        if self.capacity.is_some() {
+            names.push("capacity");
+        }
         let mut o = String::with_capacity(self.len() * 48);
         let _ = writeln!(o, "{}", names.join(","));
         for i in 0..self.len() {
@@ -129,7 +133,59 @@ impl Telemetry {
                     let _ = write!(o, ",{}", fmt_num(x));
                 }
             }
+            if let Some(c) = self.capacity {
+                let _ = write!(o, ",{}", fmt_num(c));
+            }
             o.push('\n');
+        }
+        o
+    }
+}
+
+impl Telemetry {
+    /// Write as a series of Prometheus text-format scrapes of safegate's metrics, one per
+    /// row, each sample stamped with the row's time in milliseconds (counters accumulate the
+    /// rates). What the tower layer and the live system expose, under the same names.
+    pub fn to_prometheus(&self) -> String {
+        use std::fmt::Write;
+        let mut o = String::with_capacity(self.len() * 400);
+        let (mut completed, mut offered, mut rejected, mut retried, mut lat_sum) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        let queue_name = match self.signal.unwrap_or(Signal::Queue) {
+            Signal::Queue => "safegate_backlog",
+            Signal::InFlight => "safegate_in_flight",
+        };
+        for i in 0..self.len() {
+            let dt = if i == 0 { 0.0 } else { self.t[i] - self.t[i - 1] };
+            let ms = (self.t[i] * 1000.0).round() as i64;
+            let done = self.throughput.as_ref().map_or(0.0, |v| (v[i] * dt).round());
+            completed += done;
+            offered += self.offered.as_ref().map_or(0.0, |v| (v[i] * dt).round());
+            rejected += self.rejections.as_ref().map_or(0.0, |v| (v[i] * dt).round());
+            retried += self.retries.as_ref().map_or(0.0, |v| (v[i] * dt).round());
+            lat_sum += self.latency.as_ref().map_or(0.0, |v| v[i] * done);
+            let _ = writeln!(o, "{queue_name} {} {ms}", fmt_num(self.x[i]));
+            if let Some(c) = self.capacity {
+                let _ = writeln!(o, "safegate_backlog_bound {} {ms}", fmt_num(c));
+            }
+            if let Some(l) = &self.limit {
+                let _ = writeln!(o, "safegate_limit {} {ms}", fmt_num(l[i]));
+            }
+            if self.throughput.is_some() {
+                let _ = writeln!(o, "safegate_jobs_completed_total {} {ms}", fmt_num(completed));
+            }
+            if self.latency.is_some() {
+                let _ = writeln!(o, "safegate_request_duration_seconds_sum {} {ms}", fmt_num(lat_sum));
+                let _ = writeln!(o, "safegate_request_duration_seconds_count {} {ms}", fmt_num(completed));
+            }
+            if self.offered.is_some() {
+                let _ = writeln!(o, "safegate_requests_offered_total {} {ms}", fmt_num(offered));
+            }
+            if self.rejections.is_some() {
+                let _ = writeln!(o, "safegate_requests_rejected_total{{reason=\"full\"}} {} {ms}", fmt_num(rejected));
+            }
+            if self.retries.is_some() {
+                let _ = writeln!(o, "safegate_jobs_retried_total {} {ms}", fmt_num(retried));
+            }
         }
         o
     }
@@ -201,11 +257,15 @@ pub fn sniff(text: &str) -> Format {
 /// Read telemetry from `text`; `source` names it in errors. The format is sniffed.
 pub fn parse(source: &str, text: &str) -> Result<(Telemetry, Format), TelemetryError> {
     let format = sniff(text);
-    let t = match format {
-        Format::Csv => csv::parse(source, text)?,
-        Format::Prometheus => prom::parse(source, text)?,
-    };
-    Ok((t, format))
+    Ok((parse_as(source, text, format)?, format))
+}
+
+/// Read telemetry from `text` as `format`.
+pub fn parse_as(source: &str, text: &str, format: Format) -> Result<Telemetry, TelemetryError> {
+    match format {
+        Format::Csv => csv::parse(source, text),
+        Format::Prometheus => prom::parse(source, text),
+    }
 }
 
 /// Turn a cumulative counter into a per-second rate per row; a decrease is a reset (the

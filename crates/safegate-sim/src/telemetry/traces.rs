@@ -25,6 +25,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::{Signal, Telemetry};
 use crate::model::Pool;
 
+/// The model's longest step \[s\].
+pub const MODEL_STEP: f64 = 0.1;
+
 /// What a generated trace carries.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Fault {
@@ -97,7 +100,7 @@ impl Fault {
 pub struct TraceSpec {
     /// Seconds.
     pub duration: f64,
-    /// Sample interval \[s\].
+    /// Sample interval \[s\] (the model steps at most [`MODEL_STEP`] at a time).
     pub dt: f64,
     /// The fault.
     pub fault: Fault,
@@ -122,8 +125,12 @@ pub fn generate(spec: &TraceSpec) -> Telemetry {
     let pool = spec.pool;
     let p = pool.executors.max(1) as f64;
     let q_cap = pool.capacity;
-    let steps = (spec.duration / spec.dt).round().max(2.0) as usize;
-    let dt = spec.dt;
+    // The model steps at most 0.1 s at a time; the telemetry samples every `spec.dt`,
+    // averaging rates and latency over the interval, reading levels at its end.
+    let per_sample = (spec.dt / MODEL_STEP).ceil().max(1.0) as usize;
+    let dt = spec.dt / per_sample as f64;
+    let steps = (spec.duration / spec.dt).round().max(2.0) as usize * per_sample;
+    let mut acc = [0.0f64; 5];
     // The run's own conditions.
     let lambda = rng.random_range(0.2..0.35) * pool.peak_rate().1;
     let dip_period = rng.random_range(40.0..90.0);
@@ -204,8 +211,11 @@ pub fn generate(spec: &TraceSpec) -> Telemetry {
             q = q.max(line) + excess.min(1e9).ceil() + 1.0;
         }
         // Service time and latency: queueing ahead plus one's own service.
-        let st = if rate > 0.0 { n.max(1.0) / rate } else { 1e3 };
-        let sojourn = if rate > 0.0 { q / rate } else { 1e3 };
+        // (at least one executor at work: an idle pool serves the next arrival at once).
+        let busy = n.max(1.0);
+        let rate_busy = pool.clearing_rate(busy, h);
+        let st = if rate_busy > 0.0 { busy / rate_busy } else { 1e3 };
+        let sojourn = if rate_busy > 0.0 { q / rate_busy } else { 1e3 };
         let mut l = (st + sojourn.min(1e3)) * (1.0 + 0.05 * (rng.random::<f64>() - 0.5));
         if spec.fault == Fault::Drift {
             l *= 1.0 + drift * t / spec.duration;
@@ -229,15 +239,24 @@ pub fn generate(spec: &TraceSpec) -> Telemetry {
                 k += 1.0;
             }
         }
-        t_out.push(t);
-        x.push(q);
-        lat.push(l);
-        thr.push(done / dt);
-        off.push((base + retry_rate).max(0.0));
-        hea.push(h);
-        rej.push((arrivals - admitted) / dt);
-        ret.push(retries / dt);
-        lim.push(k_pub);
+        acc[0] += l;
+        acc[1] += done;
+        acc[2] += (base + retry_rate).max(0.0);
+        acc[3] += arrivals - admitted;
+        acc[4] += retries;
+        if (i + 1) % per_sample == 0 {
+            let (m, span) = (per_sample as f64, per_sample as f64 * dt);
+            t_out.push(t);
+            x.push(q);
+            lat.push(acc[0] / m);
+            thr.push(acc[1] / span);
+            off.push(acc[2] / m);
+            hea.push(h);
+            rej.push(acc[3] / span);
+            ret.push(acc[4] / span);
+            lim.push(k_pub);
+            acc = [0.0; 5];
+        }
     }
     Telemetry {
         t: t_out,

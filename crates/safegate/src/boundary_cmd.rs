@@ -1,0 +1,411 @@
+//! `safegate boundary check TELEMETRY`: the seed's five-step checklist ("Compute Your Own
+//! Boundary") on an operator's own telemetry, the failure modes users of today's limiters
+//! report, and a draft boundary file to edit and `verify` (docs/boundary-check.md).
+
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Subcommand};
+use safegate_core::stats::Verdict;
+use safegate_sim::telemetry::traces::{generate, Fault, TraceSpec};
+use safegate_sim::telemetry::{self, CheckOptions, CheckReport, Format, Telemetry};
+use serde::Serialize;
+
+/// Largest telemetry file read (2 GiB).
+const MAX_BYTES: u64 = 2 << 30;
+
+/// The first line of every draft this command writes: a file without it is never overwritten.
+const DRAFT_MARK: &str = "# Drafted by `safegate boundary check`";
+
+/// `safegate boundary …`.
+#[derive(Debug, Args)]
+pub(crate) struct BoundaryArgs {
+    #[command(subcommand)]
+    command: BoundaryCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum BoundaryCommand {
+    /// The seed's checklist on telemetry (CSV or a Prometheus scrape series): the barrier's
+    /// margin, the exit frequency against ε, the excursions' tail, η and ρ, the joint
+    /// feasibility across the envelope seen, the failure modes users report; writes a
+    /// draft boundary file.
+    Check(CheckArgs),
+    /// Print an hour of telemetry from the seed's executor pool (the model, seeded), with
+    /// or without an injected fault, to try the check on.
+    Sample(SampleArgs),
+}
+
+/// Flags of `safegate boundary sample`.
+#[derive(Debug, Args)]
+pub(crate) struct SampleArgs {
+    /// The fault to inject.
+    #[arg(long, default_value = "clean", value_parser = Fault::ALL.map(|f| f.name()))]
+    fault: String,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Seconds of telemetry.
+    #[arg(long, default_value_t = 3600.0, value_name = "SECONDS")]
+    duration: f64,
+    /// Seconds between samples.
+    #[arg(long, default_value_t = 0.1, value_name = "SECONDS")]
+    dt: f64,
+    /// Write Prometheus text-format scrapes (with timestamps) instead of CSV.
+    #[arg(long)]
+    prometheus: bool,
+}
+
+/// Flags of `safegate boundary check`.
+#[derive(Debug, Args)]
+pub(crate) struct CheckArgs {
+    /// The telemetry (`-`: standard input): a CSV with a header (`time`, `queue` or
+    /// `in_flight`, optionally `latency`, `throughput`, `offered`, `health`, `rejections`,
+    /// `retries`, `limit`, `capacity`) or Prometheus text-format scrapes of safegate's
+    /// metrics (docs/boundary-check.md §Telemetry formats).
+    telemetry: PathBuf,
+    /// Read as this format instead of guessing.
+    #[arg(long, value_parser = ["csv", "prometheus"])]
+    format: Option<String>,
+    /// Q, the signal's capacity (needed unless the data carry it).
+    #[arg(long, value_name = "Q")]
+    capacity: Option<f64>,
+    /// θ: the safe set is signal ≤ θ·Q.
+    #[arg(long, default_value_t = 0.7, value_name = "THETA")]
+    threshold: f64,
+    /// The proposed ε, the tolerated probability of leaving the safe set within a horizon.
+    #[arg(long, default_value_t = 0.01, value_name = "EPS")]
+    epsilon: f64,
+    /// The horizon ε is over [s].
+    #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
+    horizon: f64,
+    /// η, the CVaR tail fraction.
+    #[arg(long, default_value_t = 0.05, value_name = "ETA")]
+    eta: f64,
+    /// The retry budget as a share of offered load (flagged above twice it).
+    #[arg(long, default_value_t = 0.1, value_name = "SHARE")]
+    retry_budget: f64,
+    /// Where to write the draft boundary file (a file not drafted by this command is never
+    /// overwritten).
+    #[arg(long, default_value = "boundary-draft.toml", value_name = "PATH")]
+    draft: PathBuf,
+    /// Do not write the draft.
+    #[arg(long, conflicts_with = "draft")]
+    no_draft: bool,
+    /// Write SVG figures (the signal against its line, the Hill plot) into DIR.
+    #[arg(long, value_name = "DIR")]
+    figures: Option<PathBuf>,
+    /// Print JSON instead of the report.
+    #[arg(long)]
+    json: bool,
+    /// Exit 1 when the data violate ε or a failure mode is flagged (for CI).
+    #[arg(long)]
+    strict: bool,
+}
+
+pub(crate) fn run(args: &BoundaryArgs) -> Result<ExitCode> {
+    match &args.command {
+        BoundaryCommand::Check(c) => check(c),
+        BoundaryCommand::Sample(s) => sample(s),
+    }
+}
+
+fn sample(a: &SampleArgs) -> Result<ExitCode> {
+    let fault = Fault::from_name(&a.fault).context("--fault")?;
+    if !(a.dt >= 0.001 && a.dt <= 60.0) {
+        bail!("--dt {}: must be between 0.001 and 60 seconds", a.dt);
+    }
+    if !(a.duration >= 10.0 * a.dt && a.duration / a.dt <= 2e7) {
+        bail!("--duration {}: must hold at least 10 and at most 20,000,000 samples of --dt {}", a.duration, a.dt);
+    }
+    let spec = TraceSpec { duration: a.duration, dt: a.dt, ..TraceSpec::new(fault, a.seed) };
+    let tel = generate(&spec);
+    let text = if a.prometheus { tel.to_prometheus() } else { tel.to_csv() };
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    // A closed pipe (`| head`) is not an error worth a message.
+    let _ = out.write_all(text.as_bytes());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Read the telemetry file (or standard input), bounded in size.
+fn read_input(path: &Path) -> Result<(String, String)> {
+    let name = path.display().to_string();
+    let mut text = String::new();
+    if name == "-" {
+        std::io::stdin().take(MAX_BYTES + 1).read_to_string(&mut text).context("reading standard input")?;
+        if text.len() as u64 > MAX_BYTES {
+            bail!("standard input: more than 2 GiB of telemetry; split it");
+        }
+        return Ok(("<stdin>".into(), text));
+    }
+    let meta = std::fs::metadata(path).with_context(|| format!("{name}: cannot read"))?;
+    if meta.is_dir() {
+        bail!("{name}: is a directory, not a telemetry file");
+    }
+    if meta.len() > MAX_BYTES {
+        bail!("{name}: {} bytes, more than 2 GiB of telemetry; split it", meta.len());
+    }
+    let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
+    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{name}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    Ok((name, text))
+}
+
+#[derive(Serialize)]
+struct JsonOut<'a> {
+    source: &'a str,
+    format: Format,
+    read_seconds: f64,
+    check_seconds: f64,
+    draft_path: Option<String>,
+    figures: Vec<String>,
+    #[serde(flatten)]
+    report: &'a CheckReport,
+}
+
+fn check(a: &CheckArgs) -> Result<ExitCode> {
+    let (source, text) = read_input(&a.telemetry)?;
+    let t0 = Instant::now();
+    let (tel, format) = match a.format.as_deref() {
+        None => telemetry::parse(&source, &text)?,
+        Some(f) => {
+            let fmt = if f == "csv" { Format::Csv } else { Format::Prometheus };
+            (telemetry::parse_as(&source, &text, fmt)?, fmt)
+        }
+    };
+    drop(text);
+    let read_s = t0.elapsed().as_secs_f64();
+    let opts = CheckOptions {
+        threshold: a.threshold,
+        capacity: a.capacity,
+        epsilon: a.epsilon,
+        horizon: a.horizon,
+        eta: a.eta,
+        retry_budget: a.retry_budget,
+    };
+    let t1 = Instant::now();
+    let report = telemetry::check(&tel, &opts, &source)?;
+    let check_s = t1.elapsed().as_secs_f64();
+    let draft_path = if a.no_draft { None } else { Some(write_draft(&a.draft, &report.draft)?) };
+    let figures = match &a.figures {
+        Some(dir) => figures(dir, &tel, &report)?,
+        None => Vec::new(),
+    };
+    if a.json {
+        let out = JsonOut {
+            source: &source,
+            format,
+            read_seconds: read_s,
+            check_seconds: check_s,
+            draft_path: draft_path.clone(),
+            figures,
+            report: &report,
+        };
+        println!("{}", serde_json::to_string_pretty(&out)?);
+    } else {
+        print!("{}", render(&source, format, &report, read_s + check_s, draft_path.as_deref(), &figures));
+    }
+    let bad = report.exits.verdict == Verdict::Violates || !report.flagged().is_empty();
+    Ok(if a.strict && bad { ExitCode::from(1) } else { ExitCode::SUCCESS })
+}
+
+/// Write the draft unless `path` holds a file this command did not write.
+fn write_draft(path: &Path, text: &str) -> Result<String> {
+    if let Ok(existing) = std::fs::read_to_string(path) {
+        if !existing.starts_with(DRAFT_MARK) {
+            bail!(
+                "{}: exists and was not drafted by safegate; choose another --draft PATH (or --no-draft)",
+                path.display()
+            );
+        }
+    } else if path.is_dir() {
+        bail!("--draft {}: is a directory", path.display());
+    }
+    std::fs::write(path, text).with_context(|| format!("writing the draft to {}", path.display()))?;
+    Ok(path.display().to_string())
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.2} %", 100.0 * x)
+}
+
+/// The report as text.
+fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Option<&str>, figures: &[String]) -> String {
+    let mut o = String::new();
+    let m = &r.margin;
+    let _ = writeln!(
+        o,
+        "safegate boundary check: {source} ({}, {} rows over {:.0} s, columns {}; read and checked in {secs:.2} s)\n",
+        match format {
+            Format::Csv => "CSV",
+            Format::Prometheus => "Prometheus scrapes",
+        },
+        r.rows,
+        m.duration,
+        r.columns.join(", ")
+    );
+    let _ = writeln!(o, "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {:.1})", m.signal, m.threshold, m.capacity, m.line);
+    let _ = writeln!(
+        o,
+        "   margin now {:.1} ({:.1} % of Q), smallest {:.1}, mean {:.1}; outside the safe set {} of the time",
+        m.current,
+        100.0 * m.current / m.capacity,
+        m.min,
+        m.mean,
+        pct(m.share_outside)
+    );
+    let e = &r.exits;
+    let _ = writeln!(o, "2. Exit frequency over {:.0}-s horizons against ε = {}: {}", e.horizon, e.epsilon, e.verdict.label());
+    let _ = writeln!(o, "   {}", e.reason);
+    let _ = writeln!(o, "   {:.1} excursions per hour", e.excursions_per_hour);
+    let x = &r.excursions;
+    let _ = writeln!(
+        o,
+        "3. Excursion severity: {} excursions, mean {:.1} s, longest {:.1} s, worst peak {:.3} of Q past the line; tail {}",
+        x.count,
+        x.mean_duration,
+        x.max_duration,
+        x.worst,
+        x.tail.class.name()
+    );
+    let _ = writeln!(o, "   {}", x.tail.reason);
+    if let (Some(h), Some((lo, hi))) = (x.tail.hill, x.tail.alpha_interval) {
+        let _ = writeln!(o, "   Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}) from the top {} of {} peaks", h.alpha, h.k, x.tail.n);
+    }
+    let s = &r.severity;
+    let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", s.eta, s.rho);
+    let _ = writeln!(o, "   {}", s.reason);
+    let f = &r.feasibility;
+    let _ = writeln!(
+        o,
+        "5. Feasibility across the envelope seen (traffic {:.0}–{:.0} req/s, health {:.2}–{:.2}):",
+        f.traffic[0], f.traffic[1], f.health[0], f.health[1]
+    );
+    let _ = writeln!(o, "   {}", f.reason);
+    if f.checked && !f.cells.is_empty() {
+        let _ = writeln!(o, "   | traffic [req/s] | health | samples | no action for ε | no action for ε and ρ |");
+        let _ = writeln!(o, "   |---|---|---|---|---|");
+        for c in &f.cells {
+            let _ = writeln!(
+                o,
+                "   | {:.0}–{:.0} | {:.2}–{:.2} | {} | {} | {} |",
+                c.traffic[0],
+                c.traffic[1],
+                c.health[0],
+                c.health[1],
+                c.samples,
+                pct(c.infeasible_probability),
+                pct(c.infeasible_joint)
+            );
+        }
+    }
+    let _ = writeln!(o, "\nFailure modes users report:");
+    for fi in &r.findings {
+        let mark = if fi.flagged {
+            "FLAG"
+        } else if fi.checked {
+            "ok  "
+        } else {
+            "--  "
+        };
+        let _ = writeln!(o, "  {mark} {:<15} {}", fi.kind.name(), fi.evidence);
+    }
+    match draft {
+        Some(p) => {
+            let _ = writeln!(o, "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify {p}`.");
+        }
+        None => {
+            let _ = writeln!(o, "\nNo draft written (--no-draft).");
+        }
+    }
+    for fig in figures {
+        let _ = writeln!(o, "Figure: {fig}");
+    }
+    o
+}
+
+/// The figures: the signal against its line, and the Hill plot of the excursion peaks.
+fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> {
+    use crate::chart::{render, Line, Panel, Rule, PALETTE};
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut written = Vec::new();
+    let m = &r.margin;
+    let (t0, t1) = (tel.t[0], tel.t[tel.len() - 1]);
+    let y_max = tel.x.iter().copied().fold(m.capacity, f64::max) * 1.05;
+    let mut panels = vec![Panel {
+        label: m.signal.into(),
+        y_min: 0.0,
+        y_max,
+        lines: vec![Line { name: m.signal.into(), color: PALETTE[1], x: tel.t.clone(), y: tel.x.clone(), dashed: false }],
+        rules: vec![
+            Rule { y: m.line, label: format!("θ·Q = {:.0}", m.line) },
+            Rule { y: m.capacity, label: format!("Q = {:.0}", m.capacity) },
+        ],
+    }];
+    if let Some(l) = &tel.limit {
+        let hi = l.iter().copied().fold(0.0, f64::max) * 1.1;
+        panels.push(Panel {
+            label: "limit".into(),
+            y_min: 0.0,
+            y_max: hi.max(1.0),
+            lines: vec![Line { name: "limit".into(), color: PALETTE[0], x: tel.t.clone(), y: l.clone(), dashed: false }],
+            rules: Vec::new(),
+        });
+    }
+    if let Some(l) = &tel.latency {
+        let mut s = l.clone();
+        s.sort_unstable_by(f64::total_cmp);
+        let hi = s[((s.len() - 1) as f64 * 0.99) as usize] * 1.2;
+        panels.push(Panel {
+            label: "latency [s]".into(),
+            y_min: 0.0,
+            y_max: hi.max(1e-6),
+            lines: vec![Line { name: "latency".into(), color: PALETTE[2], x: tel.t.clone(), y: l.clone(), dashed: false }],
+            rules: Vec::new(),
+        });
+    }
+    let svg = render(
+        "The barrier signal against its line",
+        &format!("{} rows; outside the safe set {:.2} % of the time", r.rows, 100.0 * m.share_outside),
+        "time [s]",
+        t0,
+        t1,
+        &panels,
+    );
+    let path = dir.join("boundary-signal.svg");
+    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+    written.push(path.display().to_string());
+    let plot = &r.excursions.tail.hill_plot;
+    if plot.len() >= 2 {
+        let (ks, alphas): (Vec<f64>, Vec<f64>) = plot.iter().map(|(k, a)| (*k as f64, *a)).unzip();
+        let hi = alphas.iter().copied().fold(0.0, f64::max) * 1.2;
+        let rules = r
+            .excursions
+            .tail
+            .hill
+            .map(|h| vec![Rule { y: h.alpha, label: format!("α̂ = {:.2} at k = {}", h.alpha, h.k) }])
+            .unwrap_or_default();
+        let svg = render(
+            "Hill plot of the excursion peaks",
+            &format!("tail {}: {}", r.excursions.tail.class.name(), r.excursions.tail.reason),
+            "k (order statistics used)",
+            ks[0],
+            ks[ks.len() - 1],
+            &[Panel {
+                label: "α̂(k)".into(),
+                y_min: 0.0,
+                y_max: hi.max(1.0),
+                lines: vec![Line { name: "Hill estimate".into(), color: PALETTE[3], x: ks, y: alphas, dashed: false }],
+                rules,
+            }],
+        );
+        let path = dir.join("boundary-hill.svg");
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path.display().to_string());
+    }
+    Ok(written)
+}
