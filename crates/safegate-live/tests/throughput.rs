@@ -59,3 +59,24 @@ async fn two_levels_cannot_be_fitted_and_bad_options_are_refused() {
     let bad = Options { max_speed: 0.0, ..Options::quick() };
     assert!(matches!(measure(&bad).await, Err(LiveError::Invalid(e)) if e.field == "throughput.max_speed"));
 }
+
+/// The default measurement (about 20 s), for the numbers in docs/throughput.md: run by hand
+/// with `cargo test -p safegate-live --test throughput -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn the_default_measurement_for_the_docs() {
+    let r = f19(&Options::default()).await.expect("measured and fitted");
+    for line in &r.evidence {
+        eprintln!("{line}");
+    }
+    for l in &r.curve.levels {
+        eprintln!(
+            "n = {:>2} (in service {:.2}): X = {:.2} req/s over {} completions at {:.1}×",
+            l.clients, l.in_service, l.throughput, l.completions, l.speed
+        );
+    }
+    eprintln!("{}: {} ({:.1} s)", r.verdict.as_str(), r.reason, r.wall_seconds);
+    println!("{}", serde_json::to_string(&r).unwrap());
+    let tail = r.measured.tail.expect("nine levels past 2C");
+    assert!((tail.exponent - 2.0).abs() <= 0.25, "{tail:?}");
+}

@@ -11,9 +11,12 @@
 //! contention only grows with `n`.
 //!
 //! Throughput is the emulator's completions over the window divided by the model time that
-//! passed; the concurrency is the time average of the requests it had in service (sampled
-//! every millisecond), which is what the contended rate depends on. It is a hair under the
-//! clients' `n` because of the round trip.
+//! passed; the concurrency is the time average of the requests it had in service (the
+//! emulator's exact `∫ n dt`, [`DownstreamStats::request_seconds`](crate::downstream::DownstreamStats::request_seconds)),
+//! which is what the contended rate depends on. It is under the clients' `n` by the share
+//! of time each spends between answer and next request. (Sampling the count from a tokio
+//! task instead reads it low: the timer fires in the same wake-up as a client's answer,
+//! just before its next request arrives.)
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -127,13 +130,7 @@ async fn measure_level(opts: &Options, n: u32, speed: f64, seed: u64) -> Result<
 
     tokio::time::sleep(opts.warmup).await;
     let (a, failed_a, wall_a) = (ds.stats(), failed.load(Ordering::Relaxed), Instant::now());
-    let deadline = wall_a + opts.window;
-    let (mut samples, mut sum) = (0u64, 0.0);
-    while Instant::now() < deadline {
-        sum += f64::from(ds.stats().in_service);
-        samples += 1;
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    }
+    tokio::time::sleep(opts.window).await;
     let (b, failed_b, wall_b) = (ds.stats(), failed.load(Ordering::Relaxed), Instant::now());
 
     stop.store(true, Ordering::Relaxed);
@@ -157,7 +154,7 @@ async fn measure_level(opts: &Options, n: u32, speed: f64, seed: u64) -> Result<
     }
     Ok(Level {
         clients: n,
-        in_service: if samples > 0 { sum / samples as f64 } else { f64::from(n) },
+        in_service: if model_seconds > 0.0 { (b.request_seconds - a.request_seconds) / model_seconds } else { 0.0 },
         throughput: if model_seconds > 0.0 { completions as f64 / model_seconds } else { 0.0 },
         completions,
         model_seconds,
