@@ -249,7 +249,13 @@ fn quality(points: &[Point], f: impl Fn(f64) -> f64) -> Quality {
         ss_tot += (p.throughput - mean).powi(2);
         ss_log += (p.throughput.ln() - fx.ln()).powi(2);
     }
-    let r2 = if ss_tot > 0.0 { 1.0 - ss_res / ss_tot } else if ss_res == 0.0 { 1.0 } else { 0.0 };
+    let r2 = if ss_tot > 0.0 {
+        1.0 - ss_res / ss_tot
+    } else if ss_res == 0.0 {
+        1.0
+    } else {
+        0.0
+    };
     Quality { r2, rmse: (ss_res / m).sqrt(), log_rmse: (ss_log / m).sqrt() }
 }
 
@@ -384,12 +390,13 @@ fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
         }
         a.swap(col, pivot);
         b.swap(col, pivot);
-        for row in col + 1..3 {
-            let f = a[row][col] / a[col][col];
-            for k in col..3 {
-                a[row][k] -= f * a[col][k];
+        let (pivot_row, b_pivot) = (a[col], b[col]);
+        for (row, b_row) in a.iter_mut().zip(b.iter_mut()).skip(col + 1) {
+            let f = row[col] / pivot_row[col];
+            for (v, p) in row.iter_mut().zip(pivot_row).skip(col) {
+                *v -= f * p;
             }
-            b[row] -= f * b[col];
+            *b_row -= f * b_pivot;
         }
     }
     let mut x = [0.0; 3];

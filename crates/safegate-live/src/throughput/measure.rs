@@ -124,9 +124,8 @@ async fn measure_level(opts: &Options, n: u32, speed: f64, seed: u64) -> Result<
         .build::<_, Empty<Bytes>>(HttpConnector::new());
     let stop = Arc::new(AtomicBool::new(false));
     let failed = Arc::new(AtomicU64::new(0));
-    let clients: Vec<_> = (0..n)
-        .map(|_| tokio::spawn(client(http.clone(), uri.clone(), stop.clone(), failed.clone())))
-        .collect();
+    let clients: Vec<_> =
+        (0..n).map(|_| tokio::spawn(client(http.clone(), uri.clone(), stop.clone(), failed.clone()))).collect();
 
     tokio::time::sleep(opts.warmup).await;
     let (a, failed_a, wall_a) = (ds.stats(), failed.load(Ordering::Relaxed), Instant::now());
@@ -165,7 +164,12 @@ async fn measure_level(opts: &Options, n: u32, speed: f64, seed: u64) -> Result<
 }
 
 /// One closed-loop client: a request, its answer, the next, until `stop`.
-async fn client(http: Client<HttpConnector, Empty<Bytes>>, uri: hyper::Uri, stop: Arc<AtomicBool>, failed: Arc<AtomicU64>) {
+async fn client(
+    http: Client<HttpConnector, Empty<Bytes>>,
+    uri: hyper::Uri,
+    stop: Arc<AtomicBool>,
+    failed: Arc<AtomicU64>,
+) {
     while !stop.load(Ordering::Relaxed) {
         let Ok(req) = hyper::Request::post(uri.clone()).body(Empty::<Bytes>::new()) else { return };
         let ok = match http.request(req).await {
