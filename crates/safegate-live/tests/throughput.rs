@@ -37,9 +37,15 @@ async fn the_quick_measurement_recovers_a_1_over_n_tail() {
     assert!((law.rate / 37.5 - 1.0).abs() <= 0.1, "{law:?}");
     assert!((law.comfortable / 4.0 - 1.0).abs() <= 0.1, "{law:?}");
     assert!(law.quality.r2 > 0.95, "{law:?}");
-    // The peak: μ(4) = 150 req/s within 10 %.
-    let peak = r.curve.levels.iter().find(|l| l.clients == 4).expect("level 4");
-    assert!((peak.throughput / 150.0 - 1.0).abs() <= 0.1, "{peak:?}");
+    // Up to the knee each request in service clears s = 37.5 req/s: pooled over n ≤ 4
+    // (about 800 completions, 3.5 % standard error) within 10 %. Per request in service, not
+    // per client: on a busy machine a client spends up to a fifth of its time between
+    // answer and next request at n = 4.
+    let below: Vec<_> = r.curve.levels.iter().filter(|l| l.clients <= 4).collect();
+    let done: u64 = below.iter().map(|l| l.completions).sum();
+    let busy: f64 = below.iter().map(|l| l.in_service * l.model_seconds).sum();
+    assert!((done as f64 / busy / 37.5 - 1.0).abs() <= 0.1, "{done} completions over {busy} request-seconds");
+    assert!(r.curve.levels.iter().all(|l| l.in_service <= f64::from(l.clients) && l.failed == 0));
     assert_ne!(r.verdict, Verdict::Falsified, "{}", r.reason);
     // Both fits are 1/n in the limit: the USL's κ is positive.
     assert!(r.measured.usl.kappa > 0.0, "{:?}", r.measured.usl);
