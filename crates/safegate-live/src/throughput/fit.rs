@@ -13,6 +13,12 @@
 
 use serde::{Deserialize, Serialize};
 
+mod contention;
+mod usl;
+
+pub use contention::{contention, fit_contention, ContentionFit};
+pub use usl::{fit_usl, usl, usl_local_exponent, UslFit};
+
 /// One point of a throughput curve.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Point {
@@ -57,82 +63,6 @@ pub struct Quality {
     pub rmse: f64,
     /// Root-mean-square error of `ln X`, about the typical relative error.
     pub log_rmse: f64,
-}
-
-/// A fitted universal scalability law.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct UslFit {
-    /// `λ`, the throughput of one request alone \[req/s\].
-    pub lambda: f64,
-    /// `σ`, the contention (serial fraction) coefficient.
-    pub sigma: f64,
-    /// `κ`, the coherency (per-pair crosstalk) coefficient.
-    pub kappa: f64,
-    /// The peak's concurrency `√((1 − σ)/κ)` (infinite when `κ = 0`).
-    pub peak_n: f64,
-    /// The fit's quality.
-    pub quality: Quality,
-}
-
-impl UslFit {
-    /// `X(n)` under the fit.
-    pub fn at(&self, n: f64) -> f64 {
-        usl(n, self.lambda, self.sigma, self.kappa)
-    }
-
-    /// `lim n·X(n) = λ/κ`, the constant of the `1/n` tail (infinite when `κ = 0`).
-    pub fn tail_constant(&self) -> f64 {
-        self.lambda / self.kappa
-    }
-
-    /// The local tail exponent at `n`, `1 − d ln X/d ln n = n(σ + κ(2n − 1))/(1 + σ(n − 1) +
-    /// κn(n − 1))`: it tends to 2 as `n → ∞` when `κ > 0`, from above once `κn > 2 − σ/κ`.
-    pub fn local_exponent(&self, n: f64) -> f64 {
-        usl_local_exponent(n, self.sigma, self.kappa)
-    }
-}
-
-/// The USL's local tail exponent `1 − d ln X/d ln n` at `n` (see [`UslFit::local_exponent`]).
-pub fn usl_local_exponent(n: f64, sigma: f64, kappa: f64) -> f64 {
-    n * (sigma + kappa * (2.0 * n - 1.0)) / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
-}
-
-/// Gunther's universal scalability law `X(n) = λn / (1 + σ(n − 1) + κn(n − 1))`
-/// (*Guerrilla Capacity Planning*, 2007).
-pub fn usl(n: f64, lambda: f64, sigma: f64, kappa: f64) -> f64 {
-    lambda * n / (1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0))
-}
-
-/// A fitted contention law `X(n) = s·n·min(1, (C/n)^p)`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct ContentionFit {
-    /// `s`, one request's rate below the knee \[req/s\].
-    pub rate: f64,
-    /// `C`, the knee: the comfortable concurrency.
-    pub comfortable: f64,
-    /// `p`, the tail exponent (`X ∝ n^(1−p)` past `C`).
-    pub exponent: f64,
-    /// Whether `p` was fitted (else it was fixed).
-    pub exponent_free: bool,
-    /// The fit's quality.
-    pub quality: Quality,
-}
-
-impl ContentionFit {
-    /// `X(n)` under the fit.
-    pub fn at(&self, n: f64) -> f64 {
-        contention(n, self.rate, self.comfortable, self.exponent)
-    }
-}
-
-/// The contention law `X(n) = s·n·min(1, (C/n)^p)`; `p = 2` is the seed's (docs/model.md
-/// §The pool).
-pub fn contention(n: f64, rate: f64, comfortable: f64, exponent: f64) -> f64 {
-    if n <= comfortable {
-        rate * n
-    } else {
-        rate * n * (comfortable / n).powf(exponent)
-    }
 }
 
 /// The slope of `ln X` against `ln n` over the upper part of a curve, as a tail exponent.
@@ -219,7 +149,7 @@ pub fn fit_curve(points: &[Point]) -> Result<CurveFit, FitError> {
 
 /// The points as `(ln n, ln X, weight)`, checked: every `n` and `X` finite and positive, and
 /// at least `need` distinct `n`.
-fn prepare(points: &[Point], need: usize) -> Result<Vec<(f64, f64, f64)>, FitError> {
+pub(super) fn prepare(points: &[Point], need: usize) -> Result<Vec<(f64, f64, f64)>, FitError> {
     for (index, p) in points.iter().enumerate() {
         let ok = |v: f64| v.is_finite() && v > 0.0;
         if !ok(p.n) || !ok(p.throughput) {
@@ -239,7 +169,7 @@ fn prepare(points: &[Point], need: usize) -> Result<Vec<(f64, f64, f64)>, FitErr
         .collect())
 }
 
-fn quality(points: &[Point], f: impl Fn(f64) -> f64) -> Quality {
+pub(super) fn quality(points: &[Point], f: impl Fn(f64) -> f64) -> Quality {
     let m = points.len() as f64;
     let mean = points.iter().map(|p| p.throughput).sum::<f64>() / m;
     let (mut ss_res, mut ss_tot, mut ss_log) = (0.0, 0.0, 0.0);
@@ -257,220 +187,6 @@ fn quality(points: &[Point], f: impl Fn(f64) -> f64) -> Quality {
         0.0
     };
     Quality { r2, rmse: (ss_res / m).sqrt(), log_rmse: (ss_log / m).sqrt() }
-}
-
-/// Fit the USL: a grid over `(σ, κ)` with `ln λ` in closed form, then Levenberg–Marquardt on
-/// `(ln λ, σ, κ)` on each face of `σ, κ ≥ 0` (both free, `σ = 0`, `κ = 0`, both 0); the best
-/// feasible result wins. Deterministic.
-pub fn fit_usl(points: &[Point]) -> Result<UslFit, FitError> {
-    let data = prepare(points, 3)?;
-    let profiled = |sigma: f64, kappa: f64| -> (f64, f64) {
-        let (mut sw, mut swz) = (0.0, 0.0);
-        for &(ln_n, y, w) in &data {
-            let d = 1.0 + sigma * (ln_n.exp() - 1.0) + kappa * ln_n.exp() * (ln_n.exp() - 1.0);
-            if !(d > 0.0) {
-                return (f64::INFINITY, 0.0);
-            }
-            sw += w;
-            swz += w * (y - ln_n + d.ln());
-        }
-        let a = swz / sw;
-        (usl_objective(&data, [a, sigma, kappa]), a)
-    };
-    let mut best = (f64::INFINITY, [0.0, 0.0, 0.0]);
-    let sigmas = std::iter::once(0.0).chain((0..=24).map(|k| 1e-4 * 10f64.powf(k as f64 / 6.0)));
-    for sigma in sigmas {
-        let kappas = std::iter::once(0.0).chain((0..=36).map(|k| 1e-6 * 10f64.powf(k as f64 / 6.0)));
-        for kappa in kappas {
-            let (obj, a) = profiled(sigma, kappa);
-            if obj < best.0 {
-                best = (obj, [a, sigma, kappa]);
-            }
-        }
-    }
-    let start = best.1;
-    for free in [[true, true], [false, true], [true, false], [false, false]] {
-        let mut theta = start;
-        for (j, on) in free.iter().enumerate() {
-            if !on {
-                theta[j + 1] = 0.0;
-            }
-        }
-        // The closed-form ln λ for the projected start.
-        theta[0] = profiled(theta[1], theta[2]).1;
-        let theta = levenberg_marquardt(&data, theta, [true, free[0], free[1]]);
-        if theta[1] >= 0.0 && theta[2] >= 0.0 {
-            let obj = usl_objective(&data, theta);
-            if obj < best.0 {
-                best = (obj, theta);
-            }
-        }
-    }
-    let [a, sigma, kappa] = best.1;
-    let lambda = a.exp();
-    let peak_n = if kappa > 0.0 { ((1.0 - sigma).max(0.0) / kappa).sqrt().max(1.0) } else { f64::INFINITY };
-    let quality = quality(points, |n| usl(n, lambda, sigma, kappa));
-    Ok(UslFit { lambda, sigma, kappa, peak_n, quality })
-}
-
-/// `Σ w (ln X − ln λ − ln n + ln D)²`, infinite where `D ≤ 0`.
-fn usl_objective(data: &[(f64, f64, f64)], [a, sigma, kappa]: [f64; 3]) -> f64 {
-    let mut sum = 0.0;
-    for &(ln_n, y, w) in data {
-        let n = ln_n.exp();
-        let d = 1.0 + sigma * (n - 1.0) + kappa * n * (n - 1.0);
-        if !(d > 0.0) {
-            return f64::INFINITY;
-        }
-        sum += w * (y - a - ln_n + d.ln()).powi(2);
-    }
-    sum
-}
-
-/// Levenberg–Marquardt (Marquardt's diagonal scaling) on the USL's log residuals over the
-/// parameters marked free.
-fn levenberg_marquardt(data: &[(f64, f64, f64)], mut theta: [f64; 3], free: [bool; 3]) -> [f64; 3] {
-    let mut obj = usl_objective(data, theta);
-    let mut mu = 1e-3;
-    for _ in 0..500 {
-        let mut jtj = [[0.0; 3]; 3];
-        let mut jtr = [0.0; 3];
-        for &(ln_n, y, w) in data {
-            let n = ln_n.exp();
-            let d = 1.0 + theta[1] * (n - 1.0) + theta[2] * n * (n - 1.0);
-            let r = y - theta[0] - ln_n + d.ln();
-            let g = [-1.0, (n - 1.0) / d, n * (n - 1.0) / d];
-            for i in 0..3 {
-                jtr[i] += w * g[i] * r;
-                for j in 0..3 {
-                    jtj[i][j] += w * g[i] * g[j];
-                }
-            }
-        }
-        let mut improved = false;
-        while mu < 1e20 {
-            let mut a = [[0.0; 3]; 3];
-            let mut b = [0.0; 3];
-            for i in 0..3 {
-                for j in 0..3 {
-                    a[i][j] = if free[i] && free[j] { jtj[i][j] } else { 0.0 };
-                }
-                a[i][i] = if free[i] { jtj[i][i] * (1.0 + mu) + 1e-300 } else { 1.0 };
-                b[i] = if free[i] { -jtr[i] } else { 0.0 };
-            }
-            let Some(step) = solve3(a, b) else {
-                mu *= 10.0;
-                continue;
-            };
-            let next = [theta[0] + step[0], theta[1] + step[1], theta[2] + step[2]];
-            let next_obj = usl_objective(data, next);
-            if next_obj < obj {
-                let small = (0..3).all(|i| step[i].abs() <= 1e-13 * (theta[i].abs() + 1e-12));
-                theta = next;
-                obj = next_obj;
-                mu = (mu / 3.0).max(1e-12);
-                improved = !small;
-                break;
-            }
-            mu *= 4.0;
-        }
-        if !improved {
-            break;
-        }
-    }
-    theta
-}
-
-/// Gaussian elimination with partial pivoting; `None` when singular.
-fn solve3(mut a: [[f64; 3]; 3], mut b: [f64; 3]) -> Option<[f64; 3]> {
-    for col in 0..3 {
-        let pivot = (col..3).max_by(|&i, &j| a[i][col].abs().total_cmp(&a[j][col].abs()))?;
-        if !(a[pivot][col].abs() > 0.0) {
-            return None;
-        }
-        a.swap(col, pivot);
-        b.swap(col, pivot);
-        let (pivot_row, b_pivot) = (a[col], b[col]);
-        for (row, b_row) in a.iter_mut().zip(b.iter_mut()).skip(col + 1) {
-            let f = row[col] / pivot_row[col];
-            for (v, p) in row.iter_mut().zip(pivot_row).skip(col) {
-                *v -= f * p;
-            }
-            *b_row -= f * b_pivot;
-        }
-    }
-    let mut x = [0.0; 3];
-    for row in (0..3).rev() {
-        let tail: f64 = (row + 1..3).map(|k| a[row][k] * x[k]).sum();
-        x[row] = (b[row] - tail) / a[row][row];
-    }
-    x.iter().all(|v| v.is_finite()).then_some(x)
-}
-
-/// Fit the contention law with `p` fixed (`Some`) or free (`None`): for a knee `C`, `ln s`
-/// (and `p`) are a weighted linear regression of `ln X − ln n` on `max(0, ln n − ln C)`, so
-/// only `ln C` is searched, on a grid over the measured range refined by golden section. `C`
-/// stays within the measured `n` (below it `s` and `C` cannot be told apart), and with `p`
-/// free at least two points lie past it.
-pub fn fit_contention(points: &[Point], exponent: Option<f64>) -> Result<ContentionFit, FitError> {
-    let data = prepare(points, 3)?;
-    let mut ln_ns: Vec<f64> = data.iter().map(|d| d.0).collect();
-    ln_ns.sort_by(f64::total_cmp);
-    ln_ns.dedup();
-    let lo = ln_ns[0];
-    let hi = if exponent.is_some() { ln_ns[ln_ns.len() - 1] } else { ln_ns[ln_ns.len() - 2] };
-    let eval = |ln_c: f64| profile(&data, ln_c, exponent).map_or(f64::INFINITY, |r| r.0);
-    const GRID: usize = 600;
-    let at = |k: usize| lo + (hi - lo) * k as f64 / GRID as f64;
-    let best_k = (0..=GRID).min_by(|&i, &j| eval(at(i)).total_cmp(&eval(at(j)))).unwrap_or(0);
-    // Golden section within the neighbouring grid cells.
-    let (mut a, mut b) = (at(best_k.saturating_sub(1)), at((best_k + 1).min(GRID)));
-    let ratio = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut x1, mut x2) = (b - ratio * (b - a), a + ratio * (b - a));
-    let (mut f1, mut f2) = (eval(x1), eval(x2));
-    for _ in 0..200 {
-        if b - a <= 1e-14 * (1.0 + a.abs()) {
-            break;
-        }
-        if f1 <= f2 {
-            (b, x2, f2) = (x2, x1, f1);
-            x1 = b - ratio * (b - a);
-            f1 = eval(x1);
-        } else {
-            (a, x1, f1) = (x1, x2, f2);
-            x2 = a + ratio * (b - a);
-            f2 = eval(x2);
-        }
-    }
-    let candidates = [at(best_k), x1, x2];
-    let ln_c = candidates.into_iter().min_by(|&u, &v| eval(u).total_cmp(&eval(v))).unwrap_or(at(best_k));
-    let (_, ln_s, p) = profile(&data, ln_c, exponent).ok_or(FitError::TooFewPoints { got: ln_ns.len(), need: 4 })?;
-    let (rate, comfortable) = (ln_s.exp(), ln_c.exp());
-    let quality = quality(points, |n| contention(n, rate, comfortable, p));
-    Ok(ContentionFit { rate, comfortable, exponent: p, exponent_free: exponent.is_none(), quality })
-}
-
-/// For knee `e^ln_c`: `(objective, ln s, p)` by weighted least squares; `None` when `p` is
-/// free and no point lies past the knee.
-fn profile(data: &[(f64, f64, f64)], ln_c: f64, exponent: Option<f64>) -> Option<(f64, f64, f64)> {
-    let u = |ln_n: f64| (ln_n - ln_c).max(0.0);
-    let sw: f64 = data.iter().map(|d| d.2).sum();
-    let (a, p) = match exponent {
-        Some(p) => (data.iter().map(|&(l, y, w)| w * (y - l + p * u(l))).sum::<f64>() / sw, p),
-        None => {
-            let ub = data.iter().map(|&(l, _, w)| w * u(l)).sum::<f64>() / sw;
-            let zb = data.iter().map(|&(l, y, w)| w * (y - l)).sum::<f64>() / sw;
-            let suu: f64 = data.iter().map(|&(l, _, w)| w * (u(l) - ub).powi(2)).sum();
-            let suz: f64 = data.iter().map(|&(l, y, w)| w * (u(l) - ub) * (y - l - zb)).sum();
-            if !(suu > 1e-12 * sw) {
-                return None;
-            }
-            let p = -suz / suu;
-            (zb + p * ub, p)
-        }
-    };
-    let obj = data.iter().map(|&(l, y, w)| w * (y - l - a + p * u(l)).powi(2)).sum();
-    Some((obj, a, p))
 }
 
 /// The weighted least-squares slope of `ln X` on `ln n` over the points with `n ≥ from_n`, as
