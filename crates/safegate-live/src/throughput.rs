@@ -307,13 +307,13 @@ fn evidence(curve: &Curve, m: &CurveFit, a: &AnalyticUsl) -> Vec<String> {
     out.push(format!("contention law, p = 2: {}", law(&m.contention)));
     out.push(format!("contention law, p free: {}", law(&m.free)));
     let u = &m.usl;
+    let peak = u.peak_n.map_or("no peak".to_string(), |n| format!("peak at n = {n:.1}"));
     out.push(format!(
-        "USL: λ = {:.2}, σ = {:.4}, κ = {:.5}, peak at n = {:.1}: R² = {:.4}, RMSE {:.2} req/s; its tail λ/(κn) = {:.0}/n \
+        "USL: λ = {:.2}, σ = {:.4}, κ = {:.5}, {peak}: R² = {:.4}, RMSE {:.2} req/s; its tail λ/(κn) = {:.0}/n \
          against the law's sC²/n = {:.0}/n",
         u.lambda,
         u.sigma,
         u.kappa,
-        u.peak_n,
         u.quality.r2,
         u.quality.rmse,
         u.tail_constant(),

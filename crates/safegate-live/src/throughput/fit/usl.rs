@@ -1,4 +1,9 @@
 //! Gunther's universal scalability law and its fit.
+//!
+//! `X(n) = λn / (1 + σ(n − 1) + κn(n − 1))` (N. J. Gunther, *Guerrilla Capacity Planning*,
+//! Springer, 2007): `σ` prices contention (a serial fraction), `κ` coherency (crosstalk
+//! between every pair of active requests). The peak is at `n* = √((1 − σ)/κ)`, and with
+//! `κ > 0` the curve falls like `λ/(κn)` whatever `σ` is.
 
 use serde::{Deserialize, Serialize};
 
@@ -13,8 +18,8 @@ pub struct UslFit {
     pub sigma: f64,
     /// `κ`, the coherency (per-pair crosstalk) coefficient.
     pub kappa: f64,
-    /// The peak's concurrency `√((1 − σ)/κ)` (infinite when `κ = 0`).
-    pub peak_n: f64,
+    /// The peak's concurrency `√((1 − σ)/κ)`, at least 1; `None` when `κ = 0` (no peak).
+    pub peak_n: Option<f64>,
     /// The fit's quality.
     pub quality: Quality,
 }
@@ -97,7 +102,7 @@ pub fn fit_usl(points: &[Point]) -> Result<UslFit, FitError> {
     }
     let [a, sigma, kappa] = best.1;
     let lambda = a.exp();
-    let peak_n = if kappa > 0.0 { ((1.0 - sigma).max(0.0) / kappa).sqrt().max(1.0) } else { f64::INFINITY };
+    let peak_n = (kappa > 0.0).then(|| ((1.0 - sigma).max(0.0) / kappa).sqrt().max(1.0));
     let quality = quality(points, |n| usl(n, lambda, sigma, kappa));
     Ok(UslFit { lambda, sigma, kappa, peak_n, quality })
 }
