@@ -100,7 +100,7 @@ impl Default for Options {
 }
 
 impl Options {
-    /// For tests: 10 levels of 0.25 s each, about 3.5 s.
+    /// For tests: 10 levels of 0.25 s each, about 3 s.
     pub fn quick() -> Self {
         Self {
             multiples: QUICK_MULTIPLES.to_vec(),
@@ -177,7 +177,7 @@ pub fn judge(fit: &CurveFit) -> (Verdict, String) {
         return (Verdict::Inconclusive, format!("too noisy: {interval}, half-width over {MAX_HALF_WIDTH}"));
     }
     if tail.contains(2.0) {
-        return (Verdict::Holds, format!("the tail is 1/n: {interval} contains 2"));
+        return (Verdict::Holds, format!("the measured tail is 1/n: {interval} contains 2"));
     }
     let far = fit.tails.last().copied();
     let gap = far.map_or(0.0, |t| (t.free / t.contention - 1.0).abs());
