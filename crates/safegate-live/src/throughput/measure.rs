@@ -2,10 +2,10 @@
 //! level, completions per model second.
 //!
 //! Each level starts a fresh emulator with its own [`ModelClock`]. Its speed is chosen so a
-//! request's mean wall time in service is at least [`Options::min_service_wall`] (the HTTP
-//! round trip between two requests, about 0.3 ms on loopback, is then a small share of
-//! it) and the clients send at most [`Options::max_request_rate`] requests per wall second
-//! (the machine's CPU is not the bottleneck). The per-request time is not taken from the law
+//! request's mean wall time in service is at least [`Options::min_service_wall`], so the
+//! HTTP round trip between two requests (0.3 ms on an idle loopback, more on a busy machine)
+//! stays a minor share of it, and the clients send at most [`Options::max_request_rate`]
+//! requests per wall second, so the machine's CPU is not the bottleneck. The per-request time is not taken from the law
 //! under test: the first level assumes the unloaded `1/s`, each later one the sojourn time
 //! the level before measured (`n̄/X` by Little's law), which never overestimates it when
 //! contention only grows with `n`.
