@@ -47,6 +47,9 @@ pub enum LiveError {
         /// What happened.
         message: String,
     },
+    /// A throughput curve could not be fitted (too few points, a zero or non-finite one).
+    #[error("throughput fit: {0}")]
+    Fit(#[from] crate::throughput::FitError),
     /// Any other I/O failure (spawning redis-server, temporary directories).
     #[error("{what}: {source}")]
     Io {

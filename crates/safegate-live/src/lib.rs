@@ -17,6 +17,7 @@ pub mod loadgen;
 pub mod metrics;
 pub mod redis_server;
 pub mod run;
+pub mod throughput;
 
 pub use clock::ModelClock;
 pub use error::LiveError;

@@ -109,6 +109,11 @@ pub struct DownstreamStats {
     pub t_model: f64,
     /// Health in force now: the fault's override, else the schedule's.
     pub health: f64,
+    /// `∫ n dt` over model time since the start \[request-seconds\]: its increase over a
+    /// window divided by the window's model time is the mean number in service (Little's
+    /// `L`).
+    #[serde(default)]
+    pub request_seconds: f64,
 }
 
 /// What the scheduler thread, the handlers and the owner share.
@@ -150,6 +155,7 @@ impl Shared {
             errors: c.errors.load(std::sync::atomic::Ordering::Relaxed),
             t_model: t,
             health,
+            request_seconds: c.occupancy(t),
         }
     }
 }

@@ -69,6 +69,21 @@ pub(crate) struct Counters {
     pub(crate) late_ns: AtomicU64,
     /// The largest lateness \[ns\].
     pub(crate) max_late_ns: AtomicU64,
+    /// `∫ n dt` over model time up to `occupancy_at` \[request-seconds\], as `f64` bits.
+    pub(crate) occupancy: AtomicU64,
+    /// The model time `occupancy` is current at \[s\], as `f64` bits.
+    pub(crate) occupancy_at: AtomicU64,
+}
+
+impl Counters {
+    /// `∫ n dt` over model time up to `t` \[request-seconds\]: the published integral plus
+    /// the requests in service since (read without a lock, so a change between the loads
+    /// misplaces at most one event's share).
+    pub(crate) fn occupancy(&self, t: f64) -> f64 {
+        let n = f64::from(self.in_service.load(AtomicOrdering::Relaxed));
+        let at = f64::from_bits(self.occupancy_at.load(AtomicOrdering::Relaxed));
+        f64::from_bits(self.occupancy.load(AtomicOrdering::Relaxed)) + n * (t - at).max(0.0)
+    }
 }
 
 /// One request in service.
@@ -196,6 +211,10 @@ pub(crate) struct Scheduler {
     heap: BinaryHeap<Job>,
     seq: u64,
     failures: Retries,
+    /// `∫ n dt` over model time up to `occupancy_at`, and the `n` since then.
+    occupancy: f64,
+    occupancy_at: f64,
+    occupancy_n: usize,
 }
 
 /// Wait for a message until `deadline` (or at most [`MAX_WAIT`]). A futex wait ends some
@@ -255,6 +274,9 @@ impl Scheduler {
             heap: BinaryHeap::new(),
             seq: 0,
             failures: Retries::Off,
+            occupancy: 0.0,
+            occupancy_at: t,
+            occupancy_n: 0,
         }
     }
 
@@ -332,13 +354,26 @@ impl Scheduler {
             }
         }
         self.t = self.t.max(now);
-        self.counters.in_service.store(self.heap.len() as u32, AtomicOrdering::Relaxed);
+        self.publish_in_service();
+    }
+
+    /// Publish the count in service at `self.t`, integrating the previous one up to it.
+    fn publish_in_service(&mut self) {
+        if self.t > self.occupancy_at {
+            self.occupancy += self.occupancy_n as f64 * (self.t - self.occupancy_at);
+            self.occupancy_at = self.t;
+        }
+        self.occupancy_n = self.heap.len();
+        let c = &self.counters;
+        c.occupancy.store(self.occupancy.to_bits(), AtomicOrdering::Relaxed);
+        c.occupancy_at.store(self.occupancy_at.to_bits(), AtomicOrdering::Relaxed);
+        c.in_service.store(self.heap.len() as u32, AtomicOrdering::Relaxed);
     }
 
     fn complete(&mut self, job: Job) {
         // The job is off the heap: the count is right before its reply is (a client that
         // reads the state after its answer sees itself gone).
-        self.counters.in_service.store(self.heap.len() as u32, AtomicOrdering::Relaxed);
+        self.publish_in_service();
         // The fault's error rate, and the scenario's failure chance p(H) at the completion's
         // health (docs/model.md §Retries: a completion fails with p(H) and comes back).
         let p_model =
@@ -360,7 +395,7 @@ impl Scheduler {
         let w = if w.is_finite() && w >= 0.0 { w } else { 1.0 };
         self.seq += 1;
         self.heap.push(Job { target: self.work + w, seq: self.seq, reply });
-        self.counters.in_service.store(self.heap.len() as u32, AtomicOrdering::Relaxed);
+        self.publish_in_service();
     }
 
     /// The thread's loop: returns on `Shutdown` or when every sender is gone, dropping the
@@ -400,7 +435,7 @@ impl Scheduler {
             }
         }
         self.heap.clear();
-        self.counters.in_service.store(0, AtomicOrdering::Relaxed);
+        self.publish_in_service();
     }
 }
 

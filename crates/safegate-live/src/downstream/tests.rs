@@ -185,6 +185,9 @@ async fn work_over_http_and_state() {
     let s: DownstreamStats = serde_json::from_str(&body).unwrap();
     assert_eq!((s.served, s.errors, s.in_service, s.health), (20, 0, 0, 1.0));
     assert!(s.t_model > 0.0);
+    // One request at a time: in service for at most the time that passed, and for about the
+    // sum of 20 exponential draws of mean 1/37.5 s: 0.53 s, standard deviation 0.12 s.
+    assert!(s.request_seconds > 0.15 && s.request_seconds <= s.t_model, "{s:?}");
     ds.shutdown().await;
 }
 
