@@ -46,6 +46,9 @@ enum BenchWhat {
     /// Jobs per second through our Redis plumbing (enqueue, execute, acknowledge; no-op
     /// job), side by side with apalis-redis (--features peers) on the same Redis.
     Plumbing(crate::bench_plumbing::PlumbingArgs),
+    /// Seconds `boundary check` takes on a generated telemetry file of N rows (read, parse,
+    /// check; the target: 10⁶ rows in at most 5 s).
+    Boundary(crate::boundary_cmd::BenchBoundaryArgs),
 }
 
 /// Flags of `safegate bench overhead`.
@@ -271,6 +274,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         BenchWhat::Overhead(a) => a,
         BenchWhat::Overload(a) => return crate::overload::run(a),
         BenchWhat::Plumbing(a) => return crate::bench_plumbing::run(a),
+        BenchWhat::Boundary(a) => return crate::boundary_cmd::bench(a),
     };
     if a.requests == 0 || a.rounds == 0 {
         bail!("--requests and --rounds must be at least 1");

@@ -280,10 +280,13 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
     let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", s.eta, s.rho);
     let _ = writeln!(o, "   {}", s.reason);
     let f = &r.feasibility;
+    let health = |h: Option<[f64; 2]>| h.map_or("—".to_string(), |h| format!("{:.2}–{:.2}", h[0], h[1]));
     let _ = writeln!(
         o,
-        "5. Feasibility across the envelope seen (traffic {:.0}–{:.0} req/s, health {:.2}–{:.2}):",
-        f.traffic[0], f.traffic[1], f.health[0], f.health[1]
+        "5. Feasibility across the envelope seen (traffic {:.0}–{:.0} req/s, health {}):",
+        f.traffic[0],
+        f.traffic[1],
+        health(f.health)
     );
     let _ = writeln!(o, "   {}", f.reason);
     if f.checked && !f.cells.is_empty() {
@@ -292,11 +295,10 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
         for c in &f.cells {
             let _ = writeln!(
                 o,
-                "   | {:.0}–{:.0} | {:.2}–{:.2} | {} | {} | {} |",
+                "   | {:.0}–{:.0} | {} | {} | {} | {} |",
                 c.traffic[0],
                 c.traffic[1],
-                c.health[0],
-                c.health[1],
+                health(c.health),
                 c.samples,
                 pct(c.infeasible_probability),
                 pct(c.infeasible_joint)
@@ -408,4 +410,112 @@ fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> 
         written.push(path.display().to_string());
     }
     Ok(written)
+}
+
+/// Flags of `safegate bench boundary`.
+#[derive(Debug, Args)]
+pub(crate) struct BenchBoundaryArgs {
+    /// Rows of telemetry (one every 0.1 s of the model).
+    #[arg(long, default_value_t = 1_000_000, value_name = "N")]
+    rows: u64,
+    /// Timed rounds; the figure is their median.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    rounds: usize,
+    /// Also time the Prometheus scrape series of the same telemetry.
+    #[arg(long)]
+    prometheus: bool,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The target: seconds for 10⁶ rows.
+const TARGET_SECONDS: f64 = 5.0;
+
+#[derive(Serialize)]
+struct BenchRow {
+    format: &'static str,
+    rows: usize,
+    bytes: u64,
+    median_seconds: f64,
+    min_seconds: f64,
+    rows_per_second: f64,
+    target_seconds: Option<f64>,
+    meets_target: Option<bool>,
+}
+
+pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
+    if !(1_000..=20_000_000).contains(&a.rows) {
+        bail!("--rows {}: must be between 1,000 and 20,000,000", a.rows);
+    }
+    if !(1..=50).contains(&a.rounds) {
+        bail!("--rounds {}: must be between 1 and 50", a.rounds);
+    }
+    let spec = TraceSpec { duration: a.rows as f64 * 0.1, dt: 0.1, ..TraceSpec::new(Fault::HeavyTail, 1) };
+    eprintln!("generating {} rows of telemetry …", a.rows);
+    let tel = generate(&spec);
+    let dir = std::env::temp_dir().join(format!("safegate-bench-boundary-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut formats = vec![("csv", dir.join("telemetry.csv"), tel.to_csv())];
+    if a.prometheus {
+        formats.push(("prometheus", dir.join("telemetry.prom"), tel.to_prometheus()));
+    }
+    drop(tel);
+    let mut rows = Vec::new();
+    for (name, path, text) in formats {
+        std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+        let bytes = text.len() as u64;
+        drop(text);
+        let mut times = Vec::with_capacity(a.rounds);
+        let mut n = 0;
+        for _ in 0..a.rounds {
+            let t0 = Instant::now();
+            let (source, text) = read_input(&path)?;
+            let (tel, _) = telemetry::parse(&source, &text)?;
+            drop(text);
+            let report = telemetry::check(&tel, &CheckOptions { capacity: None, ..CheckOptions::default() }, &source)?;
+            times.push(t0.elapsed().as_secs_f64());
+            n = report.rows;
+            std::hint::black_box(report);
+        }
+        times.sort_unstable_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        let target = (n >= 1_000_000).then_some(TARGET_SECONDS * n as f64 / 1e6);
+        rows.push(BenchRow {
+            format: name,
+            rows: n,
+            bytes,
+            median_seconds: median,
+            min_seconds: times[0],
+            rows_per_second: n as f64 / median,
+            target_seconds: target,
+            meets_target: target.map(|t| median <= t),
+        });
+        let _ = std::fs::remove_file(&path);
+    }
+    let _ = std::fs::remove_dir(&dir);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+    } else {
+        println!("safegate bench boundary: read, parse and check a generated telemetry file (median of {} rounds)\n", a.rounds);
+        println!("| format | rows | MB | median [s] | min [s] | rows/s | target |");
+        println!("|---|---|---|---|---|---|---|");
+        for r in &rows {
+            println!(
+                "| {} | {} | {:.1} | {:.3} | {:.3} | {:.0} | {} |",
+                r.format,
+                r.rows,
+                r.bytes as f64 / 1e6,
+                r.median_seconds,
+                r.min_seconds,
+                r.rows_per_second,
+                match (r.target_seconds, r.meets_target) {
+                    (Some(t), Some(true)) => format!("≤ {t:.1} s: met"),
+                    (Some(t), _) => format!("≤ {t:.1} s: NOT met"),
+                    _ => "(the target is for 10⁶ rows)".into(),
+                }
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }

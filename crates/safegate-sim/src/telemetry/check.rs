@@ -142,8 +142,8 @@ pub struct Severity {
 pub struct Cell {
     /// Traffic range [req/s].
     pub traffic: [f64; 2],
-    /// Health range (`[0, 1]` when there is no health column).
-    pub health: [f64; 2],
+    /// Health range (`None` when there is no health column).
+    pub health: Option<[f64; 2]>,
     /// Samples in the cell inside the safe set.
     pub samples: usize,
     /// Share of them with no admitted rate satisfying ε alone.
@@ -161,8 +161,8 @@ pub struct Feasibility {
     pub reason: String,
     /// The envelope seen: traffic [req/s].
     pub traffic: [f64; 2],
-    /// The envelope seen: health.
-    pub health: [f64; 2],
+    /// The envelope seen: health (`None` without a health column).
+    pub health: Option<[f64; 2]>,
     /// Share of the samples inside the safe set where ε alone is infeasible.
     pub infeasible_probability: f64,
     /// Share of them where ε and ρ together are infeasible.
@@ -488,7 +488,9 @@ fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) ->
     b.magnitude = Some(MagnitudeSection { eta: opts.eta, rho: sev.rho.min(safegate_core::filter::constraint::MAX_RHO), ..Default::default() });
     let (traffic, health) = envelope(tel);
     b.envelope.traffic = [traffic[0].floor(), traffic[1].ceil().max(traffic[0].floor() + 1.0)];
-    b.envelope.health = [(health[0] * 100.0).floor() / 100.0, (health[1] * 100.0).ceil() / 100.0];
+    if tel.health.is_some() {
+        b.envelope.health = [(health[0] * 100.0).floor() / 100.0, (health[1] * 100.0).ceil() / 100.0];
+    }
     b
 }
 
@@ -543,7 +545,7 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
         checked: false,
         reason: String::new(),
         traffic: traffic_env,
-        health: health_env,
+        health: tel.health.is_some().then_some(health_env),
         infeasible_probability: 0.0,
         infeasible_joint: 0.0,
         cells: Vec::new(),
@@ -570,7 +572,9 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
     };
     let dt = b.decision.period;
     // Bins: traffic quartiles × health thirds of the range seen.
-    let tq = [quantile(&offered, 0.0), quantile(&offered, 0.25), quantile(&offered, 0.5), quantile(&offered, 0.75), quantile(&offered, 1.0)];
+    // (The outer edges are the 1st and 99th percentiles; rows beyond them count in the end
+    // bins.)
+    let tq = [0.01, 0.25, 0.5, 0.75, 0.99].map(|p| quantile(&offered, p));
     let hb = [health_env[0], health_env[0] + (health_env[1] - health_env[0]) / 3.0, health_env[0] + 2.0 * (health_env[1] - health_env[0]) / 3.0, health_env[1]];
     let mut counts = vec![[0usize; 3]; 12];
     let retries = tel.retries.as_ref();
@@ -614,7 +618,7 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
             if c[0] == 0 {
                 continue;
             }
-            let health = if tel.health.is_some() { [hb[hi], hb[hi + 1]] } else { [0.0, 1.0] };
+            let health = tel.health.is_some().then(|| [hb[hi], hb[hi + 1]]);
             out.cells.push(Cell {
                 traffic: [tq[ti], tq[ti + 1]],
                 health,

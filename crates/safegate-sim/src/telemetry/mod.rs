@@ -269,16 +269,17 @@ pub fn parse_as(source: &str, text: &str, format: Format) -> Result<Telemetry, T
 }
 
 /// Turn a cumulative counter into a per-second rate per row; a decrease is a reset (the
-/// counter restarted from 0, so the increase is the new value). The first row has rate 0.
+/// counter restarted from 0, so the increase is the new value). The first row, which has
+/// no interval of its own, takes the second's rate.
 pub(crate) fn counter_to_rate(t: &[f64], c: &[f64]) -> Vec<f64> {
     let mut out = Vec::with_capacity(c.len());
-    for i in 0..c.len() {
-        if i == 0 {
-            out.push(0.0);
-            continue;
-        }
+    out.push(0.0);
+    for i in 1..c.len() {
         let d = if c[i] >= c[i - 1] { c[i] - c[i - 1] } else { c[i] };
         out.push(d / (t[i] - t[i - 1]));
+    }
+    if out.len() > 1 {
+        out[0] = out[1];
     }
     out
 }

@@ -24,21 +24,25 @@ const OFFERED: &str = "safegate_requests_offered_total";
 const REJECTED: &str = "safegate_requests_rejected_total";
 const RETRIED: &str = "safegate_jobs_retried_total";
 
-#[derive(Default)]
+/// One scrape: where it starts (for errors), its time, and per metric name (by id) the sum
+/// of its series, NaN where absent.
 struct Scrape {
-    /// Where it starts, for errors.
     line: usize,
     time: Option<f64>,
-    /// Metric name → summed value.
-    values: HashMap<String, f64>,
-    /// Series keys seen (name + labels), to find where a scrape without timestamps ends.
-    keys: std::collections::HashSet<String>,
+    values: Vec<f64>,
 }
 
 pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryError> {
     let err = |line: Option<usize>, what: String| TelemetryError { source: source.to_string(), line, what };
+    // Metric names and series keys, interned: the text is scanned once, with no allocation
+    // per sample.
+    let mut names: HashMap<&str, usize> = HashMap::new();
+    let mut keys: HashMap<&str, usize> = HashMap::new();
     let mut scrapes: Vec<Scrape> = Vec::new();
-    let mut cur = Scrape::default();
+    let mut cur = Scrape { line: 0, time: None, values: Vec::new() };
+    // Series keys seen in the current scrape, by key id: the scrape number that last saw it.
+    let mut seen: Vec<usize> = Vec::new();
+    let mut cur_empty = true;
     let mut stamped: Option<bool> = None;
     for (li, raw) in text.lines().enumerate() {
         let lineno = li + 1;
@@ -58,10 +62,10 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             },
         };
         let name = key.split('{').next().unwrap_or("").trim();
-        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
+        if name.is_empty() || !name.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'_' || c == b':') {
             return Err(err(Some(lineno), format!("`{name}` is not a metric name")));
         }
-        let mut fields = rest.split_whitespace();
+        let mut fields = rest.split_ascii_whitespace();
         let vtext = fields.next().ok_or_else(|| err(Some(lineno), format!("metric `{name}` has no value")))?;
         let value: f64 = match vtext {
             "+Inf" => f64::INFINITY,
@@ -87,19 +91,29 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             }
             _ => {}
         }
-        let boundary = match ts {
-            Some(ts) => cur.time.is_some_and(|t| t != ts),
-            None => cur.keys.contains(key),
-        };
+        let next_key = keys.len();
+        let kid = *keys.entry(key).or_insert(next_key);
+        if kid >= seen.len() {
+            seen.resize(kid + 1, usize::MAX);
+        }
+        let boundary = !cur_empty
+            && match ts {
+                Some(ts) => cur.time.is_some_and(|t| t != ts),
+                None => seen[kid] == scrapes.len(),
+            };
         if boundary {
-            scrapes.push(std::mem::take(&mut cur));
+            let values = vec![f64::NAN; names.len()];
+            scrapes.push(std::mem::replace(&mut cur, Scrape { line: lineno, time: None, values }));
             if scrapes.len() >= MAX_ROWS {
                 return Err(err(Some(lineno), format!("more than {MAX_ROWS} scrapes; split the file")));
             }
+            cur_empty = true;
         }
-        if cur.keys.is_empty() {
+        if cur_empty {
             cur.line = lineno;
+            cur_empty = false;
         }
+        seen[kid] = scrapes.len();
         if let Some(ts) = ts {
             cur.time = Some(ts);
         }
@@ -108,16 +122,20 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             if !name.ends_with("_bucket") && is_read(name) {
                 return Err(err(Some(lineno), format!("metric `{name}`: {vtext} is not a finite number")));
             }
-            cur.keys.insert(key.to_string());
             continue;
         }
         if name == TIME && ts.is_none() {
             cur.time = Some(value);
         }
-        cur.keys.insert(key.to_string());
-        *cur.values.entry(name.to_string()).or_insert(0.0) += value;
+        let next_name = names.len();
+        let nid = *names.entry(name).or_insert(next_name);
+        if nid >= cur.values.len() {
+            cur.values.resize(nid + 1, f64::NAN);
+        }
+        let v = &mut cur.values[nid];
+        *v = if v.is_nan() { value } else { *v + value };
     }
-    if !cur.keys.is_empty() {
+    if !cur_empty {
         scrapes.push(cur);
     }
     if scrapes.is_empty() {
@@ -143,18 +161,17 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
     if t.len() < 2 {
         return Err(err(None, "one scrape: at least two are needed".into()));
     }
-    let series = |names: &[&str]| -> Result<Option<Vec<f64>>, TelemetryError> {
-        for n in names {
-            if scrapes.iter().any(|s| s.values.contains_key(*n)) {
-                let mut v = Vec::with_capacity(scrapes.len());
-                for s in &scrapes {
-                    match s.values.get(*n) {
-                        Some(x) => v.push(*x),
-                        None => return Err(err(Some(s.line), format!("this scrape has no `{n}` (others do)"))),
-                    }
+    let series = |wanted: &[&str]| -> Result<Option<Vec<f64>>, TelemetryError> {
+        for n in wanted {
+            let Some(&id) = names.get(n) else { continue };
+            let mut v = Vec::with_capacity(scrapes.len());
+            for s in &scrapes {
+                match s.values.get(id) {
+                    Some(x) if !x.is_nan() => v.push(*x),
+                    _ => return Err(err(Some(s.line), format!("this scrape has no `{n}` (others do)"))),
                 }
-                return Ok(Some(v));
             }
+            return Ok(Some(v));
         }
         Ok(None)
     };
