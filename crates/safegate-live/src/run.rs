@@ -436,7 +436,7 @@ pub async fn run(
             };
             if let (Some(buf), Some(every)) = (scrapes.as_mut(), opts.scrape_every) {
                 if t >= next_scrape {
-                    next_scrape = t + every;
+                    next_scrape = ((t / every).floor() + 1.0) * every;
                     crate::metrics::render_stamped(&s, buf);
                 }
             }

@@ -318,7 +318,7 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
     }
     match draft {
         Some(p) => {
-            let _ = writeln!(o, "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify {p}`.");
+            let _ = writeln!(o, "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify --boundary {p}`.");
         }
         None => {
             let _ = writeln!(o, "\nNo draft written (--no-draft).");

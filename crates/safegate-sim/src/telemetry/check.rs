@@ -480,7 +480,7 @@ fn severity(tel: &Telemetry, opts: &CheckOptions, capacity: f64, line: f64, ex: 
 fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) -> Boundary {
     let mut b = Boundary::default();
     b.name = Some("draft".into());
-    b.description = Some("drafted by safegate boundary check; edit, then safegate verify".into());
+    b.description = Some("drafted by safegate boundary check; edit, then safegate verify --boundary".into());
     b.barrier.threshold = opts.threshold;
     b.barrier.capacity = Some(capacity);
     b.probability.epsilon = opts.epsilon;
@@ -528,7 +528,7 @@ fn envelope(tel: &Telemetry) -> ([f64; 2], [f64; 2]) {
 fn draft_text(b: &Boundary, ex: &Excursions, exits: &ExitCheck, feas: &Feasibility) -> String {
     let mut o = String::new();
     o.push_str("# Drafted by `safegate boundary check` from telemetry. Edit what a reviewer would\n");
-    o.push_str("# sign (ε, ρ, the envelope), then check it against the model: `safegate verify FILE`.\n");
+    o.push_str("# sign (ε, ρ, the envelope), then check it against the model: `safegate verify --boundary FILE`.\n");
     o.push_str(&format!("# Exits: {}\n", exits.reason));
     o.push_str(&format!("# Excursion peaks: {} ({})\n", ex.tail.class.name(), ex.tail.reason));
     o.push_str(&format!("# Feasibility: {}\n", feas.reason));
@@ -809,7 +809,8 @@ fn spread(v: &[f64], r: std::ops::Range<usize>, ratio: bool) -> f64 {
     }
 }
 
-/// A limit held at its smallest or largest value for ≥ 20 % of the data while the
+/// A limit held at its smallest or largest value for ≥ 20 % of the data (and ≥ 100
+/// samples) while the
 /// conditions it should respond to change (health spread ≥ 0.3, latency or offered load
 /// p90/p10 ≥ 2), or for ≥ 50 % of the data when there is nothing to compare with. A
 /// limit that never moves is reported, not flagged: it may be a static limit.
@@ -859,7 +860,8 @@ fn stuck_limit(tel: &Telemetry) -> Finding {
                 changed.push(format!("offered load varied {sp:.1}×"));
             }
         }
-        let stuck = (share >= 0.2 && !changed.is_empty()) || (!compared && share >= 0.5);
+        // (At least 100 samples: a short stretch at a bound is what a limit does.)
+        let stuck = e + 1 - s >= 100 && ((share >= 0.2 && !changed.is_empty()) || (!compared && share >= 0.5));
         if stuck && worst.as_ref().is_none_or(|w| share > w.0) {
             worst = Some((share, which, value, changed.join(", ")));
         }

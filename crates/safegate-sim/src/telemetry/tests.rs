@@ -39,3 +39,134 @@ fn flags_injected_faults_and_spares_clean_traces() {
     assert!(detection >= 0.95, "detection {hits}/{faults}: {misses:?}");
     assert!(false_rate <= 0.05, "false flags {false_flags}/{negatives}: {misses:?}");
 }
+
+fn err_of(text: &str) -> TelemetryError {
+    match parse("t.csv", text) {
+        Ok(_) => panic!("parsed: {text:?}"),
+        Err(e) => e,
+    }
+}
+
+#[test]
+fn malformed_csv_names_the_line_and_never_panics() {
+    let cases: &[(&str, Option<usize>, &str)] = &[
+        ("", None, "empty"),
+        ("# only a comment\n", None, "empty"),
+        ("time,queue\n", None, "no data rows"),
+        ("time,queue\n1,2\n", None, "one data row"),
+        ("queue,latency\n1,2\n2,3\n", Some(1), "no time column"),
+        ("time,latency\n1,2\n2,3\n", Some(1), "no queue or in-flight column"),
+        ("time,queue\n1,2\n2,abc\n", Some(3), "`abc` is not a number"),
+        ("time,queue\n1,2\n2,NaN\n", Some(3), "not a finite number"),
+        ("time,queue\n1,2\n2,inf\n", Some(3), "not a finite number"),
+        ("time,queue\n1,2\n1,3\n", Some(3), "repeats"),
+        ("time,queue\n2,2\n1,3\n", Some(3), "sorted"),
+        ("time,queue\n1,2\n2\n", Some(3), "1 fields, the header has 2"),
+        ("time,queue\n1,2\n2,3,4\n", Some(3), "3 fields"),
+        ("time,queue\n1,2\n2,\n", Some(3), "is empty"),
+        ("time,queue\n1,-2\n2,3\n", Some(2), "negative"),
+        ("time,queue,health\n1,2,0.5\n2,3,1.5\n", Some(3), "outside [0, 1]"),
+        ("time,queue,queue\n1,2,3\n2,3,4\n", Some(1), "given twice"),
+        ("1,2\n2,3\n", Some(1), "no header"),
+        ("time,queue,capacity\n1,2,0\n2,3,0\n", None, "never positive"),
+    ];
+    for (text, line, what) in cases {
+        let e = err_of(text);
+        assert_eq!(e.line, *line, "{text:?}: {e}");
+        assert!(e.to_string().contains(what), "{text:?}: {e}");
+        assert!(e.to_string().starts_with("t.csv"), "{e}");
+    }
+}
+
+#[test]
+fn csv_reads_rates_counts_and_counters() {
+    let text = "# a comment\nTime, Queue, retries, rejected_total, throughput, Foo\n0,1,2,10,5,x\n0.5,2,1,12,6,y\n1.5,0,0,15,7,z\n";
+    let (t, f) = parse("t.csv", text).unwrap();
+    assert_eq!(f, Format::Csv);
+    assert_eq!(t.t, [0.0, 0.5, 1.5]);
+    assert_eq!(t.x, [1.0, 2.0, 0.0]);
+    // Counts per interval → per second (the first row takes the second's interval).
+    assert_eq!(t.retries.unwrap(), [4.0, 2.0, 0.0]);
+    // A counter → per second, the first row taking the second's rate.
+    assert_eq!(t.rejections.unwrap(), [4.0, 4.0, 3.0]);
+    assert_eq!(t.throughput.unwrap(), [5.0, 6.0, 7.0]);
+    assert_eq!(t.ignored, ["Foo"]);
+    // The in-flight signal when there is no queue.
+    let (t, _) = parse("t.csv", "time,in_flight\n0,1\n1,2\n").unwrap();
+    assert_eq!(t.signal, Some(Signal::InFlight));
+}
+
+#[test]
+fn prometheus_scrapes_read_with_or_without_timestamps() {
+    let stamped = "# HELP x\nsafegate_backlog 3 1000\nsafegate_requests_rejected_total{reason=\"a\"} 1 1000\nsafegate_requests_rejected_total{reason=\"b\"} 1 1000\n\
+                   safegate_backlog 4 2000\nsafegate_requests_rejected_total{reason=\"a\"} 3 2000\nsafegate_requests_rejected_total{reason=\"b\"} 2 2000\n";
+    let (t, f) = parse("m.prom", stamped).unwrap();
+    assert_eq!(f, Format::Prometheus);
+    assert_eq!(t.t, [1.0, 2.0]);
+    assert_eq!(t.x, [3.0, 4.0]);
+    // Label sets summed, then differenced.
+    assert_eq!(t.rejections.unwrap(), [3.0, 3.0]);
+    let unstamped = "safegate_model_time_seconds 0.5\nsafegate_waiting 1\nsafegate_model_time_seconds 1.5\nsafegate_waiting 2\n";
+    let (t, _) = parse("m.prom", unstamped).unwrap();
+    assert_eq!((t.t, t.x), (vec![0.5, 1.5], vec![1.0, 2.0]));
+}
+
+#[test]
+fn malformed_prometheus_names_the_line() {
+    let cases: &[(&str, Option<usize>, &str)] = &[
+        ("safegate_backlog 1 1000\nsafegate_backlog abc 2000\n", Some(2), "not a number"),
+        ("safegate_backlog 1 1000\nsafegate_backlog NaN 2000\n", Some(2), "not a finite number"),
+        ("safegate_backlog 1 1000\nsafegate_backlog 2\n", Some(2), "some samples have timestamps"),
+        ("safegate_backlog 1 1000\nsafegate_backlog 2 1.5\n", Some(2), "timestamp"),
+        ("safegate_backlog 1 2000\nsafegate_backlog 2 1000\n", Some(2), "time order"),
+        ("safegate_backlog 1\nsafegate_backlog 2\n", Some(1), "no time"),
+        ("safegate_backlog{a=\"b\" 1 1000\n", Some(1), "without its"),
+        ("safegate_limit 1 1000\nsafegate_limit 2 2000\n", None, "no queue metric"),
+        ("safegate_backlog 1 1000\n", None, "one scrape"),
+        ("safegate_backlog 1 1000\nsafegate_backlog 2 2000\nsafegate_limit 3 2000\n", Some(1), "no `safegate_limit`"),
+    ];
+    for (text, line, what) in cases {
+        let e = err_of(text);
+        assert_eq!(e.line, *line, "{text:?}: {e}");
+        assert!(e.to_string().contains(what), "{text:?}: {e}");
+    }
+}
+
+#[test]
+fn generated_telemetry_round_trips_through_both_formats() {
+    let tel = generate(&TraceSpec { duration: 120.0, dt: 0.5, ..TraceSpec::new(Fault::RetryStorm, 3) });
+    let (csv, _) = parse("g.csv", &tel.to_csv()).unwrap();
+    let (prom, _) = parse("g.prom", &tel.to_prometheus()).unwrap();
+    for back in [&csv, &prom] {
+        assert_eq!(back.t.len(), tel.t.len());
+        assert_eq!(back.x, tel.x);
+        assert_eq!(back.capacity, tel.capacity);
+        assert_eq!(back.limit, tel.limit);
+    }
+    // Counts survive as rates (rounded to whole requests per interval).
+    let (a, b) = (tel.retries.as_ref().unwrap(), csv.retries.as_ref().unwrap());
+    assert!(a.iter().zip(b).skip(1).all(|(x, y)| (x - y).abs() <= 1.0 / 0.5));
+    let r1 = check(&csv, &CheckOptions::default(), "g.csv").unwrap();
+    let r2 = check(&prom, &CheckOptions::default(), "g.prom").unwrap();
+    assert!(r1.flagged().contains(&FindingKind::RetryStorm) && r2.flagged().contains(&FindingKind::RetryStorm));
+}
+
+#[test]
+fn the_check_needs_a_capacity_and_sane_options() {
+    let (t, _) = parse("t.csv", "time,queue\n0,1\n1,2\n").unwrap();
+    let e = check(&t, &CheckOptions::default(), "t.csv").unwrap_err();
+    assert!(e.to_string().contains("--capacity"), "{e}");
+    for bad in [
+        CheckOptions { capacity: Some(-1.0), ..CheckOptions::default() },
+        CheckOptions { capacity: Some(10.0), epsilon: 0.0, ..CheckOptions::default() },
+        CheckOptions { capacity: Some(10.0), threshold: 1.5, ..CheckOptions::default() },
+        CheckOptions { capacity: Some(10.0), horizon: f64::NAN, ..CheckOptions::default() },
+        CheckOptions { capacity: Some(10.0), eta: 1.0, ..CheckOptions::default() },
+    ] {
+        assert!(check(&t, &bad, "t.csv").is_err(), "{bad:?}");
+    }
+    // Two rows: no verdict on zero evidence.
+    let r = check(&t, &CheckOptions { capacity: Some(10.0), ..CheckOptions::default() }, "t.csv").unwrap();
+    assert_eq!(r.exits.verdict, safegate_core::stats::Verdict::NotEstablished);
+    assert!(r.findings.iter().all(|f| !f.flagged));
+}
