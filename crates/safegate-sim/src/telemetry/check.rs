@@ -478,9 +478,11 @@ fn severity(tel: &Telemetry, opts: &CheckOptions, capacity: f64, line: f64, ex: 
 
 /// The draft boundary: the options, the capacity, ρ, and the envelope the data cover.
 fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) -> Boundary {
-    let mut b = Boundary::default();
-    b.name = Some("draft".into());
-    b.description = Some("drafted by safegate boundary check; edit, then safegate verify --boundary".into());
+    let mut b = Boundary {
+        name: Some("draft".into()),
+        description: Some("drafted by safegate boundary check; edit, then safegate verify --boundary".into()),
+        ..Boundary::default()
+    };
     b.barrier.threshold = opts.threshold;
     b.barrier.capacity = Some(capacity);
     b.probability.epsilon = opts.epsilon;
@@ -784,7 +786,7 @@ fn longest_run_at(v: &[f64], value: f64) -> Option<(usize, usize)> {
         match (at, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                if best.is_none_or(|(a, b)| i - 1 - s > b - a) {
+                if best.map_or(true, |(a, b)| i - 1 - s > b - a) {
                     best = Some((s, i - 1));
                 }
                 start = None;
@@ -862,7 +864,7 @@ fn stuck_limit(tel: &Telemetry) -> Finding {
         }
         // (At least 100 samples: a short stretch at a bound is what a limit does.)
         let stuck = e + 1 - s >= 100 && ((share >= 0.2 && !changed.is_empty()) || (!compared && share >= 0.5));
-        if stuck && worst.as_ref().is_none_or(|w| share > w.0) {
+        if stuck && worst.as_ref().map_or(true, |w| share > w.0) {
             worst = Some((share, which, value, changed.join(", ")));
         }
     }
@@ -1033,7 +1035,7 @@ fn oscillation(tel: &Telemetry) -> Finding {
         let follows = inputs.iter().any(|c| {
             acf_peak(&detrend(c, w), w / 2).is_some_and(|(l, a)| a >= 0.3 && (l as f64 - lag as f64).abs() <= 0.15 * lag as f64)
         });
-        if best.is_none_or(|b| a > b.0) {
+        if best.map_or(true, |b| a > b.0) {
             best = Some((a, lag, sd, follows));
         }
     }
