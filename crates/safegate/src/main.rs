@@ -14,6 +14,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod falsify_cmd;
 mod fleet_cmd;
 mod fleet_sim;
 mod live_cmd;
@@ -49,6 +50,9 @@ enum Command {
     Verify(verify_cmd::VerifyArgs),
     /// Horizon bounds (Freedman, Ville) and the inverse design for given margins and noise.
     Bound(bound_cmd::BoundArgs),
+    /// Test the seed's falsification criteria F10–F19 in the model, each with a verdict
+    /// (holds, falsified or inconclusive) and the numbers behind it.
+    Falsify(falsify_cmd::FalsifyArgs),
     /// Run the two-mode IMM regime detector over a series of values (posterior and alarms).
     Detect(detect_cmd::DetectArgs),
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
         Some(Command::Verify(args)) => verify_cmd::run(&args),
         Some(Command::Bound(args)) => bound_cmd::run(&args),
         Some(Command::Detect(args)) => detect_cmd::run(&args),
+        Some(Command::Falsify(args)) => falsify_cmd::run(&args),
         Some(Command::Compare(args)) => compare_cmd::run(&args),
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),

@@ -38,9 +38,10 @@ fn f10_exact_cvar() {
 
 #[test]
 fn f11_verdicts() {
-    assert_eq!(probe::judge(0.0, 0.0, 187, None).0, Verdict::Falsified);
-    assert_eq!(probe::judge(0.7, 0.3, 10, Some(36)).0, Verdict::Holds);
-    let (v, why) = probe::judge(0.7, 0.0, 187, Some(36));
+    assert_eq!(probe::judge(0.0, 0.0, 0.0, 187, None).0, Verdict::Falsified);
+    assert_eq!(probe::judge(0.7, 0.3, 0.0, 10, Some(36)).0, Verdict::Holds);
+    assert_eq!(probe::judge(0.7, 0.001, 1.0, 187, Some(241)).0, Verdict::Holds);
+    let (v, why) = probe::judge(0.7, 0.0, 0.0, 187, Some(36));
     assert_eq!(v, Verdict::Inconclusive);
     assert!(why.contains("36 rounds"), "{why}");
 }
@@ -80,7 +81,7 @@ fn runs(cvar_bound: [u64; 2], extra_tight: f64, infeasible: u64) -> FilterRuns {
                         FilterArm::Tight => cvar_bound[1],
                         _ => 0,
                     },
-                    infeasible: if arm == FilterArm::NoBackup { infeasible } else { 0 },
+                    infeasible: if matches!(arm, FilterArm::NoBackup | FilterArm::NoBackupSet) { infeasible } else { 0 },
                     given_up: 29.0 + wiggle + if arm == FilterArm::Tight { extra_tight } else { 0.0 },
                     exit: arm == FilterArm::NoBackup && infeasible > 0 && k == 0,
                     overshoot: 0.0,
@@ -112,7 +113,7 @@ fn f17_verdicts() {
     assert_eq!(judge_f17(&runs([0, 0], 0.0, 0)).0, Verdict::Falsified);
     let (v, why) = judge_f17(&runs([0, 0], 0.0, 79));
     assert_eq!(v, Verdict::Holds);
-    assert!(why.contains("7.90 %") && why.contains("exit in 1 of 20"), "{why}");
+    assert!(why.contains("7.90 %") && why.contains("safe set in 1 of 20"), "{why}");
     let empty = FilterRuns { horizon: 600.0, epsilon: 0.01, cells: vec![] };
     assert_eq!(judge_f17(&empty).0, Verdict::Inconclusive);
 }
