@@ -50,7 +50,11 @@ fn selected(ids: &[String]) -> Result<Vec<String>> {
         }
         wanted.push(id);
     }
-    Ok(ALL_IDS.iter().filter(|id| wanted.is_empty() || wanted.iter().any(|w| w == *id)).map(|s| s.to_string()).collect())
+    Ok(ALL_IDS
+        .iter()
+        .filter(|id| wanted.is_empty() || wanted.iter().any(|w| w == *id))
+        .map(|s| s.to_string())
+        .collect())
 }
 
 /// F19 is measured on the live downstream, not in the model; this branch does not build
@@ -143,7 +147,7 @@ fn value(v: f64) -> String {
         if v > 0.0 { "∞" } else { "−∞" }.into()
     } else if v == 0.0 {
         "0".into()
-    } else if v.abs() >= 1000.0 {
+    } else if v.fract() == 0.0 || v.abs() >= 1000.0 {
         format!("{v:.0}")
     } else if v.abs() >= 1.0 {
         format!("{v:.3}")
@@ -198,6 +202,7 @@ mod tests {
         assert_eq!(value(f64::NAN), "—");
         assert_eq!(value(316_800.0), "316800");
         assert_eq!(value(3.2345), "3.234");
+        assert_eq!(value(528.0), "528");
         assert_eq!(value(0.0791), "0.0791");
         assert_eq!(value(2.5e-5), "2.50e-5");
     }

@@ -56,10 +56,18 @@ pub fn f13_f15(effort: &Effort) -> Outcome {
                 Evidence::new("goodput per gate, both freeze", p.goodput_both_freeze, "req/s"),
             ],
             "F14" => vec![
-                Evidence::new("(freeze, freeze) is a Nash equilibrium", f64::from(u8::from(p.freeze_is_nash())), "1 = yes"),
-                Evidence::new("(fall back, fall back) is a Nash equilibrium", f64::from(u8::from(p.fallback_is_nash())), "1 = yes"),
-                Evidence::new("worst-case regret, freeze", p.regret_freeze(), "cost (the seed: 0.7)"),
                 Evidence::new("worst-case regret, fall back", p.regret_fallback(), "cost (the seed: 0.1)"),
+                Evidence::new("worst-case regret, freeze", p.regret_freeze(), "cost (the seed: 0.7)"),
+                Evidence::new(
+                    "(freeze, freeze) is a Nash equilibrium",
+                    f64::from(u8::from(p.freeze_is_nash())),
+                    "1 = yes, 0 = no",
+                ),
+                Evidence::new(
+                    "(fall back, fall back) is a Nash equilibrium",
+                    f64::from(u8::from(p.fallback_is_nash())),
+                    "1 = yes, 0 = no",
+                ),
             ],
             _ => vec![
                 Evidence::new(

@@ -139,7 +139,7 @@ impl Effort {
             severity_replicates: 40,
             severity_max_sample: 1_000_000,
             imm_trials: 30_000,
-            filter_trials: 100,
+            filter_trials: 200,
             traffic_points: 3,
             health_points: 3,
             fleet_size: 9,

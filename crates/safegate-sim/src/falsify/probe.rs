@@ -148,18 +148,26 @@ pub fn f11() -> Outcome {
     let (verdict, reason) = judge(step, model, running, model_ramp, threshold);
 
     let mut evidence = vec![
-        Evidence::new("envelope depths with capacity below 0.75 of the estimate", below, "share (lowest health uniform on 0.10–1.00)"),
+        Evidence::new(
+            format!("the running case's dip (1 → {c_low:.2} over {model_ramp} rounds): offsets whose drain round adds"),
+            running,
+            "share of the cycle's 8 offsets",
+        ),
+        Evidence::new(
+            "envelope depths with capacity below 0.75 of the estimate",
+            below,
+            "share (lowest health uniform on 0.10–1.00)",
+        ),
         Evidence::new("drain failures, step collapses", step, "share of depth × offset"),
     ];
     for &(r, s) in &shares[1..] {
         evidence.push(Evidence::new(format!("drain failures, {r}-round ramps"), s, "share of depth × offset"));
     }
     evidence.extend([
-        Evidence::new(format!("drain failures, the model's dip ({model_ramp}-round ramp)"), model, "share of depth × offset"),
         Evidence::new(
-            format!("the running case's dip (1 → {c_low:.2} over {model_ramp} rounds): offsets whose drain round adds"),
-            running,
-            "share of the cycle's 8 offsets",
+            format!("drain failures, the model's dip ({model_ramp}-round ramp)"),
+            model,
+            "share of depth × offset",
         ),
         Evidence::new(
             format!("longest ramp still failing at depth {c_low:.2}"),

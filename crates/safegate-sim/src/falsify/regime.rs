@@ -13,8 +13,11 @@ use super::{Criterion, Effort, Evidence, Figure, Outcome, Verdict};
 use crate::experiments::imm::{compare_false_alarms, robust_config, Noise, ROBUST_NU};
 
 /// The noise laws, light first.
-pub const LAWS: [(Noise, &str); 3] =
-    [(Noise::Gaussian, "Gaussian"), (Noise::StudentT(3.0), "Student-t ν = 3"), (Noise::StudentT(1.5), "Student-t ν = 1.5")];
+pub const LAWS: [(Noise, &str); 3] = [
+    (Noise::Gaussian, "Gaussian"),
+    (Noise::StudentT(3.0), "Student-t ν = 3"),
+    (Noise::StudentT(1.5), "Student-t ν = 1.5"),
+];
 
 /// A false-alarm rate with its 99 % Clopper–Pearson interval.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,10 +62,14 @@ pub fn judge(light: Rate, heavy: &[Rate]) -> (Verdict, String) {
     } else if heavy.iter().all(|h| h.high <= 2.0 * light.high) {
         (
             Verdict::Falsified,
-            "every heavy-tailed law's 99 % upper limit is within 2× the Gaussian's: the condition (no increase) is met".into(),
+            "every heavy-tailed law's 99 % upper limit is within 2× the Gaussian's: the condition (no increase) is met"
+                .into(),
         )
     } else {
-        (Verdict::Inconclusive, "the intervals of the heavy-tailed and Gaussian rates overlap: too few trials to tell".into())
+        (
+            Verdict::Inconclusive,
+            "the intervals of the heavy-tailed and Gaussian rates overlap: too few trials to tell".into(),
+        )
     }
 }
 
@@ -78,7 +85,7 @@ pub fn f12(effort: &Effort) -> Outcome {
     let robust_rates: Vec<Rate> = paired.iter().map(|p| Rate::new(count(p.b), n)).collect();
     let (verdict, reason) = judge(plain_rates[0], &plain_rates[1..]);
     let mut evidence = Vec::new();
-    for ((_, label), (p, r)) in LAWS.iter().zip(plain_rates.iter().zip(&robust_rates)) {
+    for ((_, label), (p, r)) in LAWS.iter().zip(plain_rates.iter().zip(&robust_rates)).rev() {
         evidence.push(Evidence::new(
             format!("false alarms, plain, {label}"),
             p.estimate() * 100.0,
