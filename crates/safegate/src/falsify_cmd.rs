@@ -58,7 +58,8 @@ fn selected(ids: &[String]) -> Result<Vec<String>> {
 }
 
 /// F19 is measured on the live downstream, not in the model; this branch does not build
-/// that measurement, so its row says so.
+/// that measurement, so its row says so. When `safegate_live::throughput::f19` is in, this
+/// function turns its fit into the row (the same `Criterion`, its numbers as `Evidence`).
 fn f19() -> Criterion {
     Criterion {
         id: "F19".into(),

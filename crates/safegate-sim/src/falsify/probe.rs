@@ -178,13 +178,29 @@ pub fn f11() -> Outcome {
         Evidence::new("estimate within 5 % of a step collapse to 0.5, slowest offset", adapt_max, "rounds"),
         Evidence::new("backlog left by a step collapse to 0.5", step_half.scar, "rounds at the old estimate"),
     ]);
+    // The figure's curves: the envelope's share at the tried ramps and the model's, and the
+    // deepest dip's share of offsets every 8 rounds.
+    let mut curve = shares.clone();
+    curve.push((model_ramp, model));
+    curve.sort_by_key(|s| s.0);
+    let deepest: Vec<(u64, f64)> = (0..=RAMPS[RAMPS.len() - 1] / CYCLE)
+        .map(|k| {
+            let ramp = k * CYCLE;
+            (ramp, (0..CYCLE).filter(|&o| collapse(c_low, ramp, o).drain_failed).count() as f64 / CYCLE as f64)
+        })
+        .collect();
     let fig = Figure::new(
         "f11-drain",
         "F11: share of collapses whose drain round adds to the queue, by ramp length",
         "ramp length [rounds]",
-        "share of the envelope's collapses",
+        "share of collapses whose drain round adds",
     )
-    .line("drain failure share", shares.iter().map(|s| s.0 as f64).collect(), shares.iter().map(|s| s.1).collect())
+    .line("all envelope depths", curve.iter().map(|s| s.0 as f64).collect(), curve.iter().map(|s| s.1).collect())
+    .line(
+        &format!("depth {c_low:.2} (the running case's dip), share of offsets"),
+        deepest.iter().map(|s| s.0 as f64).collect(),
+        deepest.iter().map(|s| s.1).collect(),
+    )
     .rule(below, "share of depths below 0.75")
     .rule(NEVER, "\"essentially never\" (1 %)");
     Outcome {
