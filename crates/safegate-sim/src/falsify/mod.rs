@@ -26,6 +26,7 @@ pub mod fleet;
 pub mod probe;
 pub mod regime;
 pub mod severity;
+pub mod severity_loop;
 #[cfg(test)]
 mod tests;
 
@@ -118,6 +119,8 @@ pub struct Effort {
     pub severity_replicates: u64,
     /// Largest sample of excursions in F10 (sizes are the powers of ten up to it).
     pub severity_max_sample: u64,
+    /// Trajectories per tail index and arm in F10's filter-in-the-loop run.
+    pub loop_trials: u64,
     /// IMM trials per noise law in F12 and F18.
     pub imm_trials: u64,
     /// Trajectories per envelope cell and filter arm in F16–F17.
@@ -138,6 +141,7 @@ impl Effort {
         Effort {
             severity_replicates: 40,
             severity_max_sample: 1_000_000,
+            loop_trials: 1_000,
             imm_trials: 30_000,
             filter_trials: 200,
             traffic_points: 3,
@@ -153,6 +157,7 @@ impl Effort {
         Effort {
             severity_replicates: 8,
             severity_max_sample: 10_000,
+            loop_trials: 20,
             imm_trials: 2_000,
             filter_trials: 6,
             traffic_points: 2,

@@ -28,6 +28,17 @@ fn f10_verdicts() {
     assert_eq!(severity::judge(&[]).0, Verdict::Inconclusive);
 }
 
+/// The filter in the loop: heavier bursts, larger overshoots, on the same seeds.
+#[test]
+fn f10_in_the_loop_heavier_bursts_overshoot_more() {
+    let r = severity_loop::run(&[3.0, 1.1], 40, 1);
+    assert_eq!(r.len(), 4);
+    let (light, heavy) = (r[0], r[2]);
+    assert!(!light.joint && !heavy.joint && r[1].joint);
+    assert!(heavy.cvar > 10.0 * light.cvar, "{r:?}");
+    assert!(heavy.exits.exits >= light.exits.exits, "{r:?}");
+}
+
 #[test]
 fn f10_exact_cvar() {
     // α = 3: x_m = 2^(−1/3), VaR = x_m·20^(1/3), CVaR = 1.5·VaR.
