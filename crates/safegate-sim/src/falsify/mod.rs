@@ -22,6 +22,7 @@ pub use crate::experiments::{Figure, FigureLine};
 
 pub mod bootstrap;
 pub mod feasibility;
+pub mod filter_runs;
 pub mod fleet;
 pub mod probe;
 pub mod regime;
@@ -31,7 +32,8 @@ pub mod severity_loop;
 mod tests;
 
 pub use bootstrap::f18;
-pub use feasibility::{f16, f17, FilterArm, FilterRuns};
+pub use feasibility::{f16, f17};
+pub use filter_runs::{FilterArm, FilterRuns};
 pub use probe::f11;
 pub use regime::f12;
 pub use severity::f10;

@@ -1,7 +1,8 @@
 //! Each criterion's verdict logic on constructed evidence (one case per verdict), and the
 //! quick experiments' shape.
 
-use super::feasibility::{judge_f16, judge_f17, ArmCell, FilterArm, FilterRuns, Trial};
+use super::feasibility::{judge_f16, judge_f17};
+use super::filter_runs::{ArmCell, FilterArm, FilterRuns, Trial};
 use super::*;
 
 fn at(n: u64, per_alpha: [[f64; 3]; 4]) -> severity::AtSize {
