@@ -30,6 +30,7 @@ pub mod behaviour;
 pub mod compare;
 pub mod config;
 pub mod experiments;
+pub mod falsify;
 pub mod fleet;
 pub mod fluid;
 pub mod health;

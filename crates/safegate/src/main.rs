@@ -15,6 +15,7 @@ mod bound_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;
+mod falsify_cmd;
 mod fleet_cmd;
 mod fleet_sim;
 mod live_cmd;
@@ -52,6 +53,9 @@ enum Command {
     Bound(bound_cmd::BoundArgs),
     /// The seed's boundary checklist on your own telemetry: `boundary check FILE`.
     Boundary(boundary_cmd::BoundaryArgs),
+    /// Test the seed's falsification criteria F10–F19 in the model, each with a verdict
+    /// (holds, falsified or inconclusive) and the numbers behind it.
+    Falsify(falsify_cmd::FalsifyArgs),
     /// Run the two-mode IMM regime detector over a series of values (posterior and alarms).
     Detect(detect_cmd::DetectArgs),
     /// Every nominal controller, with and without the filter, on the seed's scenarios.
@@ -83,6 +87,7 @@ fn main() -> ExitCode {
         Some(Command::Bound(args)) => bound_cmd::run(&args),
         Some(Command::Boundary(args)) => boundary_cmd::run(&args),
         Some(Command::Detect(args)) => detect_cmd::run(&args),
+        Some(Command::Falsify(args)) => falsify_cmd::run(&args),
         Some(Command::Compare(args)) => compare_cmd::run(&args),
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),

@@ -159,6 +159,11 @@ fn render_table(rows: &[(&'static str, &Row)]) -> String {
 }
 
 fn render_figure(f: &Figure) -> String {
+    render_figure_as(f, "safegate reproduce")
+}
+
+/// An experiment's figure as an SVG chart, `subtitle` under its title.
+pub(crate) fn render_figure_as(f: &Figure, subtitle: &str) -> String {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
     for l in &f.lines {
         for (&x, &y) in l.x.iter().zip(&l.y) {
@@ -196,5 +201,5 @@ fn render_figure(f: &Figure) -> String {
         .collect();
     let rules = f.rules.iter().map(|(y, label)| Rule { y: *y, label: label.clone() }).collect();
     let panel = Panel { label: f.y_label.clone(), y_min, y_max: y1 + pad, lines, rules };
-    chart::render(&f.title, "safegate reproduce", &f.x_label, x0, x1, &[panel])
+    chart::render(&f.title, subtitle, &f.x_label, x0, x1, &[panel])
 }

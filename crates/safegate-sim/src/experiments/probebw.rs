@@ -36,6 +36,13 @@ pub struct Round {
 /// Run `cycles` ProbeBW cycles; capacity is 1 until cycle `collapse_cycle`'s probe round,
 /// `c` from then on. The estimate starts at 1.
 pub fn simulate(c: f64, collapse_cycle: u32, cycles: u32) -> Vec<Round> {
+    simulate_path(|cycle, _| if cycle >= collapse_cycle { c } else { 1.0 }, cycles)
+}
+
+/// Run `cycles` ProbeBW cycles against a capacity path: `capacity_at(cycle, round)` is the
+/// capacity (a fraction of the starting estimate) in `round` (from 1, counted over the
+/// whole run) of `cycle` (from 1). The estimate starts at 1.
+pub fn simulate_path(capacity_at: impl Fn(u32, u64) -> f64, cycles: u32) -> Vec<Round> {
     let mut bw = WindowedMax::new(PROBE_BW_GAINS.len() as u64);
     bw.update(0, 1.0);
     let mut estimate = 1.0;
@@ -48,7 +55,7 @@ pub fn simulate(c: f64, collapse_cycle: u32, cycles: u32) -> Vec<Round> {
         }
         for (phase, gain) in PROBE_BW_GAINS.iter().enumerate() {
             round += 1;
-            let capacity = if cycle >= collapse_cycle { c } else { 1.0 };
+            let capacity = capacity_at(cycle, round);
             let sent = gain * estimate;
             let before = q;
             q = (q + sent - capacity).max(0.0);
