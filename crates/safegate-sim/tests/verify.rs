@@ -97,7 +97,7 @@ fn corollary_3_adding_the_cvar_bound_never_gives_up_less() {
     assert!(c.holds && c.joint > c.probability_only, "{c:?}");
     // It holds the queue much lower than the probability constraint alone (≈ 117).
     assert!(r.scenario.filtered.mean_queue < 80.0, "{}", r.scenario.filtered.mean_queue);
-    // With the default ρ the CVaR constraint never binds here (the seed's F16 holds).
+    // With the default ρ the CVaR constraint never binds here (F16's condition, "costs nothing", is met at this ρ).
     let vc = VerifyConfig { boundary: seed_boundary(), trials: 30, ..vc };
     let c = verify(&vc, &|_| {}).unwrap().cost_floor.unwrap();
     assert!(c.holds && (c.joint - c.probability_only).abs() < 1e-9, "{c:?}");

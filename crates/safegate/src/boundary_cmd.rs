@@ -151,7 +151,8 @@ fn read_input(path: &Path) -> Result<(String, String)> {
         bail!("{name}: {} bytes, more than 2 GiB of telemetry; split it", meta.len());
     }
     let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
-    let text = String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{name}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    let text = String::from_utf8(bytes)
+        .map_err(|e| anyhow::anyhow!("{name}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
     Ok((name, text))
 }
 
@@ -248,7 +249,11 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
         m.duration,
         r.columns.join(", ")
     );
-    let _ = writeln!(o, "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {:.1})", m.signal, m.threshold, m.capacity, m.line);
+    let _ = writeln!(
+        o,
+        "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {:.1})",
+        m.signal, m.threshold, m.capacity, m.line
+    );
     let _ = writeln!(
         o,
         "   margin now {:.1} ({:.1} % of Q), smallest {:.1}, mean {:.1}; outside the safe set {} of the time",
@@ -259,7 +264,13 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
         pct(m.share_outside)
     );
     let e = &r.exits;
-    let _ = writeln!(o, "2. Exit frequency over {:.0}-s horizons against ε = {}: {}", e.horizon, e.epsilon, e.verdict.label());
+    let _ = writeln!(
+        o,
+        "2. Exit frequency over {:.0}-s horizons against ε = {}: {}",
+        e.horizon,
+        e.epsilon,
+        e.verdict.label()
+    );
     let _ = writeln!(o, "   {}", e.reason);
     let _ = writeln!(o, "   {:.1} excursions per hour", e.excursions_per_hour);
     let x = &r.excursions;
@@ -274,7 +285,11 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
     );
     let _ = writeln!(o, "   {}", x.tail.reason);
     if let (Some(h), Some((lo, hi))) = (x.tail.hill, x.tail.alpha_interval) {
-        let _ = writeln!(o, "   Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}) from the top {} of {} peaks", h.alpha, h.k, x.tail.n);
+        let _ = writeln!(
+            o,
+            "   Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}) from the top {} of {} peaks",
+            h.alpha, h.k, x.tail.n
+        );
     }
     let s = &r.severity;
     let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", s.eta, s.rho);
@@ -318,7 +333,10 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
     }
     match draft {
         Some(p) => {
-            let _ = writeln!(o, "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify --boundary {p}`.");
+            let _ = writeln!(
+                o,
+                "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify --boundary {p}`."
+            );
         }
         None => {
             let _ = writeln!(o, "\nNo draft written (--no-draft).");
@@ -342,7 +360,13 @@ fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> 
         label: m.signal.into(),
         y_min: 0.0,
         y_max,
-        lines: vec![Line { name: m.signal.into(), color: PALETTE[1], x: tel.t.clone(), y: tel.x.clone(), dashed: false }],
+        lines: vec![Line {
+            name: m.signal.into(),
+            color: PALETTE[1],
+            x: tel.t.clone(),
+            y: tel.x.clone(),
+            dashed: false,
+        }],
         rules: vec![
             Rule { y: m.line, label: format!("θ·Q = {:.0}", m.line) },
             Rule { y: m.capacity, label: format!("Q = {:.0}", m.capacity) },
@@ -354,7 +378,13 @@ fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> 
             label: "limit".into(),
             y_min: 0.0,
             y_max: hi.max(1.0),
-            lines: vec![Line { name: "limit".into(), color: PALETTE[0], x: tel.t.clone(), y: l.clone(), dashed: false }],
+            lines: vec![Line {
+                name: "limit".into(),
+                color: PALETTE[0],
+                x: tel.t.clone(),
+                y: l.clone(),
+                dashed: false,
+            }],
             rules: Vec::new(),
         });
     }
@@ -366,7 +396,13 @@ fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> 
             label: "latency [s]".into(),
             y_min: 0.0,
             y_max: hi.max(1e-6),
-            lines: vec![Line { name: "latency".into(), color: PALETTE[2], x: tel.t.clone(), y: l.clone(), dashed: false }],
+            lines: vec![Line {
+                name: "latency".into(),
+                color: PALETTE[2],
+                x: tel.t.clone(),
+                y: l.clone(),
+                dashed: false,
+            }],
             rules: Vec::new(),
         });
     }
@@ -497,7 +533,10 @@ pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&rows)?);
     } else {
-        println!("safegate bench boundary: read, parse and check a generated telemetry file (median of {} rounds)\n", a.rounds);
+        println!(
+            "safegate bench boundary: read, parse and check a generated telemetry file (median of {} rounds)\n",
+            a.rounds
+        );
         println!("| format | rows | MB | median [s] | min [s] | rows/s | target |");
         println!("|---|---|---|---|---|---|---|");
         for r in &rows {

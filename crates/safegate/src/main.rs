@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
-mod boundary_cmd;
 mod bench_plumbing;
 mod bound_cmd;
+mod boundary_cmd;
 mod chart;
 mod compare_cmd;
 mod detect_cmd;

@@ -66,11 +66,28 @@ fn it_writes_a_draft_that_verify_reads_and_never_overwrites_a_foreign_file() {
     let out = safegate_in(&d, &["boundary", "check", &sample("sim-heavy-tail.csv")]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(text.contains("1. Barrier") && text.contains("5. Feasibility") && text.contains("FLAG heavy-tail"), "{text}");
+    assert!(
+        text.contains("1. Barrier") && text.contains("5. Feasibility") && text.contains("FLAG heavy-tail"),
+        "{text}"
+    );
     let draft = std::fs::read_to_string(d.join("boundary-draft.toml")).unwrap();
     assert!(draft.contains("[magnitude]") && draft.contains("capacity = 200.0"), "{draft}");
     // The draft is a boundary `verify` accepts (a tiny run, just to read it).
-    let v = safegate_in(&d, &["verify", "--boundary", "boundary-draft.toml", "--trials", "4", "--traffic-points", "2", "--health-points", "2", "--json"]);
+    let v = safegate_in(
+        &d,
+        &[
+            "verify",
+            "--boundary",
+            "boundary-draft.toml",
+            "--trials",
+            "4",
+            "--traffic-points",
+            "2",
+            "--health-points",
+            "2",
+            "--json",
+        ],
+    );
     assert!(v.status.code() != Some(2), "verify refused the draft: {}", String::from_utf8_lossy(&v.stderr));
     // A second check overwrites its own draft …
     assert!(safegate_in(&d, &["boundary", "check", &sample("sim-clean.csv")]).status.success());
@@ -85,7 +102,10 @@ fn it_writes_a_draft_that_verify_reads_and_never_overwrites_a_foreign_file() {
 #[test]
 fn figures_and_strict_mode() {
     let d = dir("figures");
-    let out = safegate_in(&d, &["boundary", "check", &sample("sim-heavy-tail.csv"), "--no-draft", "--figures", "figs", "--strict"]);
+    let out = safegate_in(
+        &d,
+        &["boundary", "check", &sample("sim-heavy-tail.csv"), "--no-draft", "--figures", "figs", "--strict"],
+    );
     // Heavy tail flagged and ε violated: --strict exits 1.
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     for f in ["boundary-signal.svg", "boundary-hill.svg"] {
@@ -97,8 +117,10 @@ fn figures_and_strict_mode() {
 #[test]
 fn sample_writes_telemetry_the_check_reads() {
     let d = dir("sample");
-    for (args, file) in [(vec!["--fault", "retry-storm", "--duration", "1200", "--dt", "0.5"], "s.csv"), (vec!["--prometheus", "--duration", "600"], "s.prom")]
-    {
+    for (args, file) in [
+        (vec!["--fault", "retry-storm", "--duration", "1200", "--dt", "0.5"], "s.csv"),
+        (vec!["--prometheus", "--duration", "600"], "s.prom"),
+    ] {
         let mut a = vec!["boundary", "sample"];
         a.extend(args);
         let out = safegate_in(&d, &a);

@@ -39,7 +39,12 @@ fn selected_criteria_come_back_in_order_with_verdicts_and_numbers() {
     // exponent comes out near 2 (1/n), and the reason says the law was built in.
     let f19 = &rows[3];
     assert_ne!(f19["verdict"], "falsified", "{f19}");
-    let p = f19["evidence"].as_array().unwrap().iter().find(|e| e["name"].as_str().unwrap().contains("tail exponent")).unwrap();
+    let p = f19["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["name"].as_str().unwrap().contains("tail exponent"))
+        .unwrap();
     assert!((p["value"].as_f64().unwrap() - 2.0).abs() < 0.3, "{f19}");
     assert!(f19["reason"].as_str().unwrap().contains("by construction"), "{f19}");
     assert_eq!(v["effort"], "quick");

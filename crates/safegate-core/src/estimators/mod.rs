@@ -12,11 +12,11 @@ pub mod tail;
 pub mod windowed_max;
 
 pub use hill::{hill, hill_auto, hill_k, HillEstimate};
-pub use tail::{classify, TailClass, TailReport};
 pub use imm::{run_series, Detection, ImmConfig, Likelihood, TwoModeImm};
 pub use latency::{LatencyConfig, LatencyGradient};
 pub use moments::{EwmaRate, WindowedMoments};
 pub use service_curve::ServiceCurve;
+pub use tail::{classify, TailClass, TailReport};
 pub use windowed_max::WindowedMax;
 
 /// A tiny deterministic generator for the estimators' tests (SplitMix64: Steele, Lea &

@@ -176,7 +176,15 @@ pub fn gpd_fit(excesses: &[f64], threshold: f64) -> Option<GpdFit> {
     }
     let (theta, log_lik) = best;
     let (xi, sigma) = if theta == 0.0 { (0.0, mean) } else { (xi_of(theta), xi_of(theta) / theta) };
-    Some(GpdFit { xi, sigma, excesses: k, threshold, log_lik, log_lik_exp: ll_exp, lr: (2.0 * (log_lik - ll_exp)).max(0.0) })
+    Some(GpdFit {
+        xi,
+        sigma,
+        excesses: k,
+        threshold,
+        log_lik,
+        log_lik_exp: ll_exp,
+        lr: (2.0 * (log_lik - ll_exp)).max(0.0),
+    })
 }
 
 /// The `k` of the Hill plot's stable stretch: walking up a geometric grid of `k` from

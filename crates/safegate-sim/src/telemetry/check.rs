@@ -189,8 +189,13 @@ pub enum FindingKind {
 
 impl FindingKind {
     /// Every kind.
-    pub const ALL: [FindingKind; 5] =
-        [FindingKind::BaselineDrift, FindingKind::StuckLimit, FindingKind::RetryStorm, FindingKind::Oscillation, FindingKind::HeavyTail];
+    pub const ALL: [FindingKind; 5] = [
+        FindingKind::BaselineDrift,
+        FindingKind::StuckLimit,
+        FindingKind::RetryStorm,
+        FindingKind::Oscillation,
+        FindingKind::HeavyTail,
+    ];
 
     /// Kebab-case name.
     pub fn name(self) -> &'static str {
@@ -270,13 +275,8 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
     let draft = draft(tel, opts, capacity, &severity);
     let feasibility = feasibility(tel, &draft);
     let draft_text = draft_text(&draft, &excursions, &exits, &feasibility);
-    let findings = vec![
-        baseline_drift(tel),
-        stuck_limit(tel),
-        retry_storm(tel, opts),
-        oscillation(tel),
-        heavy_tail(&excursions),
-    ];
+    let findings =
+        vec![baseline_drift(tel), stuck_limit(tel), retry_storm(tel, opts), oscillation(tel), heavy_tail(&excursions)];
     Ok(CheckReport {
         rows: tel.len(),
         columns: tel.columns(),
@@ -487,7 +487,11 @@ fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) ->
     b.barrier.capacity = Some(capacity);
     b.probability.epsilon = opts.epsilon;
     b.probability.horizon = opts.horizon;
-    b.magnitude = Some(MagnitudeSection { eta: opts.eta, rho: sev.rho.min(safegate_core::filter::constraint::MAX_RHO), ..Default::default() });
+    b.magnitude = Some(MagnitudeSection {
+        eta: opts.eta,
+        rho: sev.rho.min(safegate_core::filter::constraint::MAX_RHO),
+        ..Default::default()
+    });
     let (traffic, health) = envelope(tel);
     b.envelope.traffic = [traffic[0].floor(), traffic[1].ceil().max(traffic[0].floor() + 1.0)];
     if tel.health.is_some() {
@@ -577,7 +581,12 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
     // (The outer edges are the 1st and 99th percentiles; rows beyond them count in the end
     // bins.)
     let tq = [0.01, 0.25, 0.5, 0.75, 0.99].map(|p| quantile(&offered, p));
-    let hb = [health_env[0], health_env[0] + (health_env[1] - health_env[0]) / 3.0, health_env[0] + 2.0 * (health_env[1] - health_env[0]) / 3.0, health_env[1]];
+    let hb = [
+        health_env[0],
+        health_env[0] + (health_env[1] - health_env[0]) / 3.0,
+        health_env[0] + 2.0 * (health_env[1] - health_env[0]) / 3.0,
+        health_env[1],
+    ];
     let mut counts = vec![[0usize; 3]; 12];
     let retries = tel.retries.as_ref();
     let n = tel.len();
@@ -633,7 +642,11 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
     out.checked = true;
     out.infeasible_probability = total[1] as f64 / total[0].max(1) as f64;
     out.infeasible_joint = total[2] as f64 / total[0].max(1) as f64;
-    let also = if outside > 0 { format!("; {outside} samples already outside the safe set are the backup's") } else { String::new() };
+    let also = if outside > 0 {
+        format!("; {outside} samples already outside the safe set are the backup's")
+    } else {
+        String::new()
+    };
     out.reason = if total[0] == 0 {
         out.checked = false;
         format!("not checked: no sample inside the safe set{also}")
@@ -729,7 +742,12 @@ fn baseline_drift(tel: &Telemetry) -> Finding {
         .filter(|b| b.is_finite())
         .collect();
     if base.len() < 5 {
-        return Finding { kind, checked: false, flagged: false, evidence: "not checked: too few windows with data".into() };
+        return Finding {
+            kind,
+            checked: false,
+            flagged: false,
+            evidence: "not checked: too few windows with data".into(),
+        };
     }
     let rho = trend(&base);
     let fifth = (base.len() / 5).max(1);
@@ -828,7 +846,9 @@ fn stuck_limit(tel: &Telemetry) -> Finding {
             kind,
             checked: true,
             flagged: false,
-            evidence: format!("the limit is {lo} throughout: a static limit, or one stuck from the start (the data cannot tell)"),
+            evidence: format!(
+                "the limit is {lo} throughout: a static limit, or one stuck from the start (the data cannot tell)"
+            ),
         };
     }
     let span = tel.t[tel.len() - 1] - tel.t[0];
@@ -1007,7 +1027,12 @@ fn oscillation(tel: &Telemetry) -> Finding {
     };
     let n = series.len();
     if n < 64 {
-        return Finding { kind, checked: false, flagged: false, evidence: format!("not checked: {n} rows; 64 are needed") };
+        return Finding {
+            kind,
+            checked: false,
+            flagged: false,
+            evidence: format!("not checked: {n} rows; 64 are needed"),
+        };
     }
     let f = n.div_ceil(100_000);
     let v = if f > 1 { coarsen(series, f) } else { series.clone() };
@@ -1033,14 +1058,20 @@ fn oscillation(tel: &Telemetry) -> Finding {
         let sd = (r.iter().map(|x| x * x).sum::<f64>() / r.len() as f64).sqrt();
         // The input has a periodic component of its own within 15 % of this period.
         let follows = inputs.iter().any(|c| {
-            acf_peak(&detrend(c, w), w / 2).is_some_and(|(l, a)| a >= 0.3 && (l as f64 - lag as f64).abs() <= 0.15 * lag as f64)
+            acf_peak(&detrend(c, w), w / 2)
+                .is_some_and(|(l, a)| a >= 0.3 && (l as f64 - lag as f64).abs() <= 0.15 * lag as f64)
         });
         if best.map_or(true, |b| a > b.0) {
             best = Some((a, lag, sd, follows));
         }
     }
     let Some((a, lag, sd, follows)) = best else {
-        return Finding { kind, checked: true, flagged: false, evidence: format!("the {name} shows no periodic component") };
+        return Finding {
+            kind,
+            checked: true,
+            flagged: false,
+            evidence: format!("the {name} shows no periodic component"),
+        };
     };
     let period = lag as f64 * dt;
     let periods = span / period;
@@ -1067,7 +1098,9 @@ fn heavy_tail(ex: &Excursions) -> Finding {
     let kind = FindingKind::HeavyTail;
     let t = &ex.tail;
     match t.class {
-        TailClass::Inconclusive => Finding { kind, checked: false, flagged: false, evidence: format!("not checked: {}", t.reason) },
+        TailClass::Inconclusive => {
+            Finding { kind, checked: false, flagged: false, evidence: format!("not checked: {}", t.reason) }
+        }
         TailClass::Light => Finding { kind, checked: true, flagged: false, evidence: format!("light: {}", t.reason) },
         TailClass::Heavy => Finding {
             kind,
@@ -1077,7 +1110,8 @@ fn heavy_tail(ex: &Excursions) -> Finding {
                 "heavy: {}{}; ε alone does not bound how far an excursion goes (a [magnitude] section is needed)",
                 t.reason,
                 match (t.hill, t.alpha_interval) {
-                    (Some(h), Some((lo, hi))) => format!("; Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}, k = {})", h.alpha, h.k),
+                    (Some(h), Some((lo, hi))) =>
+                        format!("; Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}, k = {})", h.alpha, h.k),
                     _ => String::new(),
                 }
             ),

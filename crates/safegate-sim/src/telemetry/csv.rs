@@ -72,7 +72,12 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         } else if name.is_empty() {
             return Err(err(Some(header_line), "an empty column name in the header".into()));
         } else if name.parse::<f64>().is_ok() {
-            return Err(err(Some(header_line), format!("the first line has no header: `{name}` is a number (expected column names such as `time,queue`)")));
+            return Err(err(
+                Some(header_line),
+                format!(
+                    "the first line has no header: `{name}` is a number (expected column names such as `time,queue`)"
+                ),
+            ));
         } else {
             ignored.push(name.to_string());
         }
@@ -117,7 +122,9 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             } else {
                 match f.parse::<f64>() {
                     Ok(v) if v.is_finite() => v,
-                    Ok(v) => return Err(err(Some(lineno), format!("column `{}`: {v} is not a finite number", names[j]))),
+                    Ok(v) => {
+                        return Err(err(Some(lineno), format!("column `{}`: {v} is not a finite number", names[j])))
+                    }
                     Err(_) if f.is_empty() => return Err(err(Some(lineno), format!("column `{}` is empty", names[j]))),
                     Err(_) => return Err(err(Some(lineno), format!("column `{}`: `{f}` is not a number", names[j]))),
                 }
@@ -130,7 +137,11 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         }
         let t = cols[i_time][cols[i_time].len() - 1];
         if t <= prev_t {
-            let what = if t == prev_t { format!("time {t} repeats the previous row's") } else { format!("time {t} is before the previous row's {prev_t}: rows must be sorted by time") };
+            let what = if t == prev_t {
+                format!("time {t} repeats the previous row's")
+            } else {
+                format!("time {t} is before the previous row's {prev_t}: rows must be sorted by time")
+            };
             return Err(err(Some(lineno), what));
         }
         prev_t = t;

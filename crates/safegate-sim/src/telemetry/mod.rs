@@ -22,7 +22,9 @@ pub mod traces;
 
 use std::fmt;
 
-pub use check::{check, CheckOptions, CheckReport, Cell, Excursions, ExitCheck, Feasibility, Finding, FindingKind, Margin, Severity};
+pub use check::{
+    check, Cell, CheckOptions, CheckReport, Excursions, ExitCheck, Feasibility, Finding, FindingKind, Margin, Severity,
+};
 
 /// Most rows a telemetry file may have (a month at one sample per second is 2.6 M).
 pub const MAX_ROWS: usize = 20_000_000;
@@ -249,7 +251,11 @@ pub fn sniff(text: &str) -> Format {
         let metric_like = !first.is_empty()
             && first.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
             && first.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
-        return if !l.contains(',') && metric_like && l.split_whitespace().count() >= 2 { Format::Prometheus } else { Format::Csv };
+        return if !l.contains(',') && metric_like && l.split_whitespace().count() >= 2 {
+            Format::Prometheus
+        } else {
+            Format::Csv
+        };
     }
     Format::Csv
 }

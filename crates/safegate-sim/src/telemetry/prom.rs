@@ -53,7 +53,10 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         // name{labels} value [timestamp]
         let (key, rest) = match line.find('{') {
             Some(open) => {
-                let close = line[open..].find('}').map(|c| open + c).ok_or_else(|| err(Some(lineno), "a `{` without its `}`".into()))?;
+                let close = line[open..]
+                    .find('}')
+                    .map(|c| open + c)
+                    .ok_or_else(|| err(Some(lineno), "a `{` without its `}`".into()))?;
                 (&line[..=close], line[close + 1..].trim())
             }
             None => match line.split_once(char::is_whitespace) {
@@ -74,9 +77,9 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         };
         let ts = match fields.next() {
             Some(ts) => Some(
-                ts.parse::<i64>()
-                    .map_err(|_| err(Some(lineno), format!("metric `{name}`: timestamp `{ts}` is not an integer of milliseconds")))?
-                    as f64
+                ts.parse::<i64>().map_err(|_| {
+                    err(Some(lineno), format!("metric `{name}`: timestamp `{ts}` is not an integer of milliseconds"))
+                })? as f64
                     / 1000.0,
             ),
             None => None,
@@ -152,7 +155,11 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         };
         if let Some(&prev) = t.last() {
             if ts <= prev {
-                let what = if ts == prev { format!("scrape time {ts} repeats the previous scrape's") } else { format!("scrape time {ts} is before the previous scrape's {prev}: scrapes must be in time order") };
+                let what = if ts == prev {
+                    format!("scrape time {ts} repeats the previous scrape's")
+                } else {
+                    format!("scrape time {ts} is before the previous scrape's {prev}: scrapes must be in time order")
+                };
                 return Err(err(Some(s.line), what));
             }
         }
@@ -205,7 +212,8 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         }
         _ => None,
     };
-    let capacity = series(&[CAPACITY])?.and_then(|c| c.into_iter().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))));
+    let capacity = series(&[CAPACITY])?
+        .and_then(|c| c.into_iter().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))));
     Ok(Telemetry {
         signal: Some(signal),
         x,

@@ -106,7 +106,8 @@ fn prometheus_scrapes_read_with_or_without_timestamps() {
     assert_eq!(t.x, [3.0, 4.0]);
     // Label sets summed, then differenced.
     assert_eq!(t.rejections.unwrap(), [3.0, 3.0]);
-    let unstamped = "safegate_model_time_seconds 0.5\nsafegate_waiting 1\nsafegate_model_time_seconds 1.5\nsafegate_waiting 2\n";
+    let unstamped =
+        "safegate_model_time_seconds 0.5\nsafegate_waiting 1\nsafegate_model_time_seconds 1.5\nsafegate_waiting 2\n";
     let (t, _) = parse("m.prom", unstamped).unwrap();
     assert_eq!((t.t, t.x), (vec![0.5, 1.5], vec![1.0, 2.0]));
 }

@@ -207,7 +207,11 @@ pub fn generate(spec: &TraceSpec) -> Telemetry {
             next_burst += burst_every * rng.random_range(0.5..1.5);
             let u: f64 = 1.0 - rng.random::<f64>();
             let scale = 0.1 * q_cap;
-            let excess = if spec.fault == Fault::HeavyTail { scale * (u.powf(-1.0 / burst_alpha) - 1.0) } else { -scale * u.ln() };
+            let excess = if spec.fault == Fault::HeavyTail {
+                scale * (u.powf(-1.0 / burst_alpha) - 1.0)
+            } else {
+                -scale * u.ln()
+            };
             q = q.max(line) + excess.min(1e9).ceil() + 1.0;
         }
         // Service time and latency: queueing ahead plus one's own service.
