@@ -18,7 +18,7 @@
 //! use safegate_live::throughput::{f19, Options, Verdict};
 //!
 //! let report = f19(&Options::quick()).await?;
-//! println!("{}: {}", report.verdict.as_str(), report.reason);
+//! println!("{}: {}", report.verdict.label(), report.reason);
 //! if let Some(tail) = report.measured.tail {
 //!     println!("tail exponent {:.2} [{:.2}, {:.2}]", tail.exponent, tail.lo, tail.hi);
 //! }
@@ -139,29 +139,8 @@ impl Options {
     }
 }
 
-/// F19's verdict.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Verdict {
-    /// The measured tail is `1/n`: the exponent's interval contains 2.
-    Holds,
-    /// The measured tail decays differently: the interval excludes 2 and the free-exponent
-    /// tail is materially off the `1/n` one.
-    Falsified,
-    /// Neither can be said (too few points past the knee, too noisy, or an immaterial gap).
-    Inconclusive,
-}
-
-impl Verdict {
-    /// `holds`, `falsified` or `inconclusive`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Holds => "holds",
-            Verdict::Falsified => "falsified",
-            Verdict::Inconclusive => "inconclusive",
-        }
-    }
-}
+/// F19's verdict: the one every falsification criterion gets (`safegate falsify`).
+pub use safegate_sim::falsify::Verdict;
 
 /// Judge a fitted curve: the verdict and its reason.
 pub fn judge(fit: &CurveFit) -> (Verdict, String) {

@@ -24,7 +24,7 @@ async fn the_quick_measurement_recovers_a_1_over_n_tail() {
             l.clients, l.in_service, l.throughput, l.completions, l.speed
         );
     }
-    eprintln!("{}: {} ({:.1} s)", r.verdict.as_str(), r.reason, r.wall_seconds);
+    eprintln!("{}: {} ({:.1} s)", r.verdict.label(), r.reason, r.wall_seconds);
     assert_eq!(r.curve.levels.len(), 10);
     assert!(r.wall_seconds < 10.0, "{} s", r.wall_seconds);
 
@@ -88,7 +88,7 @@ async fn the_default_measurement_for_the_docs() {
             l.clients, l.in_service, l.throughput, l.completions, l.speed
         );
     }
-    eprintln!("{}: {} ({:.1} s)", r.verdict.as_str(), r.reason, r.wall_seconds);
+    eprintln!("{}: {} ({:.1} s)", r.verdict.label(), r.reason, r.wall_seconds);
     println!("{}", serde_json::to_string(&r).unwrap());
     let tail = r.measured.tail.expect("nine levels past 2C");
     assert!((tail.exponent - 2.0).abs() <= 0.25, "{tail:?}");

@@ -63,7 +63,7 @@ fn selected(ids: &[String]) -> Result<Vec<String>> {
 /// F19 from the live downstream emulator: its throughput curve measured on loopback and
 /// fitted with the USL and the `(C/n)^p` law (docs/throughput.md).
 fn f19(quick: bool) -> Criterion {
-    use safegate_live::throughput::{self, Verdict as V};
+    use safegate_live::throughput;
     let claim = "a system with negligible contention (σ ≈ 0) and a real coherency penalty (κ > 0) decays at large concurrency other than as 1/N";
     let experiment = "the live downstream emulator's throughput measured at 1–16·C concurrent clients on loopback, fitted with Gunther's USL and the (C/n)^p law";
     let opts = if quick { throughput::Options::quick() } else { throughput::Options::default() };
@@ -104,11 +104,7 @@ fn f19(quick: bool) -> Criterion {
     evidence.push(Evidence::new("R² of the USL", m.usl.quality.r2, ""));
     evidence.push(Evidence::new("R² of the (C/n)² law", m.contention.quality.r2, ""));
     evidence.push(Evidence::new("wall time of the measurement", fit.wall_seconds, "s"));
-    let verdict = match fit.verdict {
-        V::Holds => Verdict::Holds,
-        V::Falsified => Verdict::Falsified,
-        V::Inconclusive => Verdict::Inconclusive,
-    };
+    let verdict = fit.verdict;
     Criterion {
         id: "F19".into(),
         claim: claim.into(),

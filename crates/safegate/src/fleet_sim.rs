@@ -305,7 +305,7 @@ pub(crate) fn run(
     );
     println!("\nVerdicts (falsified = the criterion's condition is met in the running case):");
     for v in &verdicts {
-        println!("   {} {:<13} {}", v.id, v.verdict, v.evidence);
+        println!("   {} {:<13} {}", v.id, v.verdict.label(), v.evidence);
     }
     for w in &written {
         println!("figure: {w}");

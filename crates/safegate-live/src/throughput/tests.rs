@@ -118,7 +118,7 @@ fn verdicts_for_a_1_over_n_a_steeper_tail_and_too_few_points() {
         .collect();
     let (v, why) = judge(&fit_curve(&few).unwrap());
     assert_eq!(v, Verdict::Inconclusive, "{why}");
-    assert_eq!(Verdict::Falsified.as_str(), "falsified");
+    assert_eq!(Verdict::Falsified.label(), "falsified");
     assert_eq!(serde_json::to_string(&Verdict::Holds).unwrap(), "\"holds\"");
 }
 

@@ -88,7 +88,7 @@ pub fn f13_f15(effort: &Effort) -> Outcome {
                 claim: (*claim).into(),
                 experiment: setup.clone(),
                 evidence: evidence(id),
-                verdict: v.and_then(|v| Verdict::from_label(v.verdict)).unwrap_or(Verdict::Inconclusive),
+                verdict: v.map_or(Verdict::Inconclusive, |v| v.verdict),
                 reason: v.map_or_else(|| "fleet::stag gave no verdict".into(), |v| v.evidence.clone()),
             }
         })

@@ -39,7 +39,7 @@ pub use regime::f12;
 pub use severity::f10;
 
 /// What a criterion's measurement shows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// The criterion's condition is not met in the model: the seed's claim stands.
@@ -57,17 +57,6 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Falsified => "falsified",
             Verdict::Inconclusive => "inconclusive",
-        }
-    }
-
-    /// The verdict named by `fleet::stag::Verdict::verdict` (`holds`, `falsified`,
-    /// `inconclusive`); `None` for anything else.
-    pub fn from_label(s: &str) -> Option<Self> {
-        match s {
-            "holds" => Some(Verdict::Holds),
-            "falsified" => Some(Verdict::Falsified),
-            "inconclusive" => Some(Verdict::Inconclusive),
-            _ => None,
         }
     }
 }

@@ -149,11 +149,12 @@ fn f18_warmup_is_the_first_trustworthy_checkpoint() {
 }
 
 #[test]
-fn stag_labels_map_to_verdicts() {
+fn verdicts_serialise_as_their_labels() {
     for v in [Verdict::Holds, Verdict::Falsified, Verdict::Inconclusive] {
-        assert_eq!(Verdict::from_label(v.label()), Some(v));
+        let json = serde_json::to_string(&v).unwrap();
+        assert_eq!(json, format!("\"{}\"", v.label()));
+        assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
     }
-    assert_eq!(Verdict::from_label("maybe"), None);
 }
 
 #[test]

@@ -239,21 +239,22 @@ pub fn tipping(cfg: &StagConfig) -> Checked<Tipping> {
 pub struct Verdict {
     /// `F13`, `F14`, `F15`.
     pub id: &'static str,
-    /// `holds` (the seed's claim stands), `falsified` (the criterion's condition is met),
-    /// or `inconclusive`.
-    pub verdict: &'static str,
+    /// Holds (the seed's claim stands), falsified (the criterion's condition is met), or
+    /// inconclusive: the verdict every criterion gets.
+    pub verdict: crate::falsify::Verdict,
     /// The evidence, in words.
     pub evidence: String,
 }
 
 /// Verdicts on F13–F15 from the measured table and curves.
 pub fn verdicts(p: &Payoffs, t: &Tipping) -> Vec<Verdict> {
+    use crate::falsify::Verdict as V;
     let mut v = Vec::new();
     // F13: falling back has a bounded cost comparable to or better than freezing's.
     let bounded = p.both_fallback.is_finite() && p.lone_fallback.is_finite();
     v.push(Verdict {
         id: "F13",
-        verdict: if bounded && p.both_fallback <= 1.1 * p.both_freeze { "falsified" } else { "holds" },
+        verdict: if bounded && p.both_fallback <= 1.1 * p.both_freeze { V::Falsified } else { V::Holds },
         evidence: format!(
             "both falling back costs {:.2} against both freezing's 1 (the seed: 1.3); the condition (a bounded fallback cost comparable to freezing's) is {}",
             p.both_fallback,
@@ -265,7 +266,7 @@ pub fn verdicts(p: &Payoffs, t: &Tipping) -> Vec<Verdict> {
     let regret_flip = p.regret_fallback() > p.regret_freeze();
     v.push(Verdict {
         id: "F14",
-        verdict: if unique || regret_flip { "falsified" } else { "holds" },
+        verdict: if unique || regret_flip { V::Falsified } else { V::Holds },
         evidence: format!(
             "(freeze, freeze) is {}a Nash equilibrium, (fall back, fall back) is {}one; worst-case regret: freeze {:.2}, fall back {:.2} (the seed: 0.7 and 0.1)",
             if p.freeze_is_nash() { "" } else { "not " },
@@ -277,18 +278,18 @@ pub fn verdicts(p: &Payoffs, t: &Tipping) -> Vec<Verdict> {
     // F15: f* far from 1/8, or the curves far from linear.
     let (verdict, evidence) = match t.f_star {
         Some(f) if (f - SEED_F_STAR).abs() <= 0.0625 && t.nonlinearity <= 0.2 => (
-            "holds",
+            V::Holds,
             format!("f* = {f:.3} with {} gates (the seed: 0.125); the curves are within {:.0} % of straight lines", t.gates, 100.0 * t.nonlinearity),
         ),
         Some(f) => (
-            "falsified",
+            V::Falsified,
             format!(
                 "f* = {f:.3} with {} gates, not 0.125; the curves depart from straight lines by up to {:.0} % of their range",
                 t.gates,
                 100.0 * t.nonlinearity
             ),
         ),
-        None => ("falsified", format!("freezing stays cheaper for every share of the other {} gates falling back: no tipping point", t.gates - 1)),
+        None => (V::Falsified, format!("freezing stays cheaper for every share of the other {} gates falling back: no tipping point", t.gates - 1)),
     };
     v.push(Verdict { id: "F15", verdict, evidence });
     v
@@ -352,7 +353,7 @@ mod tests {
             .collect();
         let t = Tipping { gates: 9, points, f_star: Some(0.125), nonlinearity: 0.0 };
         let v = verdicts(&p, &t);
-        assert_eq!(v.iter().map(|v| v.verdict).collect::<Vec<_>>(), ["holds", "holds", "holds"]);
+        assert_eq!(v.iter().map(|v| v.verdict.label()).collect::<Vec<_>>(), ["holds", "holds", "holds"]);
     }
 
     #[test]
