@@ -119,8 +119,14 @@ fn sample(a: &SampleArgs) -> Result<ExitCode> {
     if !(a.dt >= 0.001 && a.dt <= 60.0) {
         bail!("--dt {}: must be between 0.001 and 60 seconds", a.dt);
     }
-    if !(a.duration >= 10.0 * a.dt && a.duration / a.dt <= 2e7) {
-        bail!("--duration {}: must hold at least 10 and at most 20,000,000 samples of --dt {}", a.duration, a.dt);
+    // (The model steps every 0.1 s at most and the telemetry is held in memory: at most
+    // 2,000,000 samples and 20,000,000 model steps, about 200 MB.)
+    if !(a.duration >= 10.0 * a.dt && a.duration / a.dt <= 2e6 && a.duration / a.dt.min(0.1) <= 2e7) {
+        bail!(
+            "--duration {}: must hold at least 10 and at most 2,000,000 samples of --dt {} (and at most 2,000,000 s of the model)",
+            a.duration,
+            a.dt
+        );
     }
     let spec = TraceSpec { duration: a.duration, dt: a.dt, ..TraceSpec::new(fault, a.seed) };
     let tel = generate(&spec);
@@ -481,8 +487,8 @@ struct BenchRow {
 }
 
 pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
-    if !(1_000..=20_000_000).contains(&a.rows) {
-        bail!("--rows {}: must be between 1,000 and 20,000,000", a.rows);
+    if !(1_000..=5_000_000).contains(&a.rows) {
+        bail!("--rows {}: must be between 1,000 and 5,000,000", a.rows);
     }
     if !(1..=50).contains(&a.rounds) {
         bail!("--rounds {}: must be between 1 and 50", a.rounds);

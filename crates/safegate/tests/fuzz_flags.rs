@@ -72,10 +72,14 @@ fn command_line() -> impl Strategy<Value = Vec<String>> {
         }
         v
     });
+    const CHECK: &[&str] = &["--capacity", "--threshold", "--epsilon", "--horizon", "--eta", "--retry-budget"];
+    const SAMPLE: &[&str] = &["--seed", "--duration", "--dt"];
     prop_oneof![
         3 => flags(&["run"], &["--no-svg", "--json"], RUN),
         2 => verify,
         1 => flags(&["bound"], &["--h0", "0.3", "--sigma", "0.02", "--delta", "0.05", "--steps", "100"], BOUND),
+        1 => flags(&["boundary", "check", "TELEMETRY"], &["--no-draft", "--json"], CHECK),
+        1 => flags(&["boundary", "sample"], &[], SAMPLE),
     ]
 }
 
@@ -85,7 +89,14 @@ fn boundary() -> String {
 
 /// Run the binary under a 1 GiB address-space limit with a 60 s deadline.
 fn run(args: &[String]) -> Result<(i32, String), String> {
-    let args: Vec<String> = args.iter().map(|a| if a == "BOUNDARY" { boundary() } else { a.clone() }).collect();
+    let args: Vec<String> = args
+        .iter()
+        .map(|a| match a.as_str() {
+            "BOUNDARY" => boundary(),
+            "TELEMETRY" => format!("{}/../../telemetry/sim-heavy-tail.csv", env!("CARGO_MANIFEST_DIR")),
+            _ => a.clone(),
+        })
+        .collect();
     let quoted: Vec<String> = args.iter().map(|a| format!("'{}'", a.replace('\'', ""))).collect();
     let script = format!("ulimit -v 1048576; exec '{}' {}", env!("CARGO_BIN_EXE_safegate"), quoted.join(" "));
     let mut child = Command::new("sh")
