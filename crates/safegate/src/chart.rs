@@ -214,7 +214,12 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
             .lines
             .iter()
             .map(|l| (l.name.as_str(), l.color, l.dashed.then_some("4 3")))
-            .chain(p.rules.iter().enumerate().map(|(i, r)| (r.label.as_str(), "#444", Some(RULE_DASHES[i % RULE_DASHES.len()]))))
+            .chain(
+                p.rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.label.as_str(), "#444", Some(RULE_DASHES[i % RULE_DASHES.len()]))),
+            )
             .collect();
         if !entries.is_empty() {
             let (bx, by) = (LEFT + plot_w + LEGEND_GAP, top);

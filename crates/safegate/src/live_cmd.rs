@@ -282,7 +282,14 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     columns.push(run_report);
     let run_report = columns.last().expect("the live column");
     if let Some(path) = &chart {
-        let svg = render_chart("safegate live", &mode, &scenario, &cfg, scenario.gate.threshold * cfg.pool.capacity, &columns);
+        let svg = render_chart(
+            "safegate live",
+            &mode,
+            &scenario,
+            &cfg,
+            scenario.gate.threshold * cfg.pool.capacity,
+            &columns,
+        );
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     if let (Some(path), Some(text)) = (&args.scrapes, &report.scrapes) {
