@@ -178,7 +178,7 @@ fn four_arms(scenario: &Scenario, origin: &str) -> Result<Vec<Variant>> {
         Boundary::from_toml(text, &[]).map_err(|e| anyhow::anyhow!("embedded boundaries/{name}.toml: {}", e.0))
     };
     let (filter, pool) = (parse(FILTER_BOUNDARY, "seed-80")?, parse(POOL_BOUNDARY, "seed-80-pool")?);
-    Ok(arms(scenario, &filter, &pool).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?)
+    arms(scenario, &filter, &pool).map_err(|e| anyhow::anyhow!("{origin}: {e}"))
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {

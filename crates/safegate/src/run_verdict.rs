@@ -1,7 +1,7 @@
 //! The one-line verdict of a run: its goodput, how much of the physically clearable rate
 //! that is, and how long its queue stood beyond the safe line θ·cap.
 //!
-//! **Physical limit.** At health `H(t)` the most the pool can clear, whatever admission and
+//! **Physical limit** (docs/filter.md §The main job's four arms). At health `H(t)` the most the pool can clear, whatever admission and
 //! concurrency cap it runs, is its peak rate `max_n H·n·s·min(1, (C/n)²) = H(t)·C·s` (at
 //! `n = C` busy executors: [`safegate_sim::model::Pool::peak_rate`] scaled by `H`), and it
 //! cannot clear what has not arrived or what its backlog (`cap`) could not hold. The limit
