@@ -1,19 +1,20 @@
 //! The one-line verdict of a run: its goodput, how much of the physically clearable rate
 //! that is, and how long its queue stood beyond the safe line θ·cap.
 //!
-//! **Physical limit** (docs/filter.md §The main job's four arms). At health `H(t)` the most the pool can clear, whatever admission and
-//! concurrency cap it runs, is its peak rate `max_n H·n·s·min(1, (C/n)²) = H(t)·C·s` (at
-//! `n = C` busy executors: [`safegate_sim::model::Pool::peak_rate`] scaled by `H`), and it
-//! cannot clear what has not arrived or what its backlog (`cap`) could not hold. The limit
-//! is the goodput of an ideal pool with the same backlog bound that admits every fresh
-//! request (`λ(t)`: base rate and spike, no retries), starting from the run's initial queue,
-//! and clears at `H(t)·C·s` whenever it has work: at each instant the smaller of the peak
-//! and what is offered or waiting. `H(t)` is the health the run saw, stepped at its recorded
-//! samples. A greedy server with the largest service rate and the same buffer clears at
-//! least as much as any other, so no policy of the model clears more over the run (in the
-//! stochastic mode: in expectation); a pool reaches it only with exactly `C` busy whenever it
-//! has work and a full backlog going into every dip. On the seed's λ = 80 band it is
-//! 75.2 req/s, below λ = 80 because even the ideal backlog overflows in the deepest dips.
+//! **Physical limit** (docs/filter.md §The main job's four arms). At health `H(t)` the
+//! most the pool can clear, whatever admission and concurrency cap it runs, is its peak
+//! rate `max_n H·n·s·min(1, (C/n)²) = H(t)·C·s`, at `n = C` busy executors
+//! ([`safegate_sim::model::Pool::peak_rate`] scaled by `H`); and it cannot clear what has
+//! not arrived or what its backlog (`cap`) could not hold. The limit is the goodput of an
+//! ideal pool with the same backlog bound that admits every fresh request (`λ(t)`: base
+//! rate and spike, no retries), starts from the run's initial queue, and clears at
+//! `H(t)·C·s` whenever it has work: at each instant the smaller of the peak and what is
+//! offered or waiting. `H(t)` is the health the run saw, stepped at its recorded samples.
+//! A greedy server with the largest service rate and the same buffer clears at least as
+//! much as any other, so no policy of the model clears more over the run (in the
+//! stochastic mode: in expectation); a pool reaches it only with exactly `C` busy whenever
+//! it has work. On the seed's λ = 80 band it is 75.2 req/s, below λ = 80 because even the
+//! ideal backlog overflows in the deepest dips.
 
 use safegate_sim::{Config, Outcome};
 use serde::Serialize;
