@@ -2,6 +2,7 @@
 //! it either the same gate under the safety filter of the scenario's boundary, or (when
 //! asked for) the pool with the gate off as a baseline.
 
+use safegate_core::boundary::Boundary;
 use safegate_core::filter::FilterError;
 use safegate_core::safety::{FilterStats, SafetyFilter};
 use safegate_core::{Action, Observation, Policy, RangeError, SeedGate};
@@ -111,10 +112,54 @@ pub fn variants(scenario: &Scenario, baseline: bool) -> Result<Vec<Variant>, Var
     Ok(out)
 }
 
+/// The four runs of the main job on `scenario`, in the order of its story:
+/// 1. `no gate`: the gate's sensitivity at 0 (the open pool);
+/// 2. the seed's gate as the scenario configures it;
+/// 3. the same gate under the safety filter of `filter` (admission only);
+/// 4. the same gate under the safety filter of `pool`, a boundary whose `[concurrency]`
+///    table also lets the filter cap the pool's concurrency.
+///
+/// The scenario's own `[boundary]`, if any, plays no part: each filtered run carries its
+/// boundary in its scenario.
+///
+/// ```
+/// use safegate_core::boundary::Boundary;
+/// use safegate_sim::variants::arms;
+/// use safegate_sim::Scenario;
+///
+/// let (f, p) = (Boundary { name: Some("f".into()), ..Boundary::default() }, Boundary { name: Some("p".into()), ..Boundary::default() });
+/// let labels: Vec<String> = arms(&Scenario::default(), &f, &p).unwrap().into_iter().map(|v| v.label).collect();
+/// assert_eq!(labels, ["no gate", "seed gate (θ 0.7, sens 1)", "filter (f)", "filter + concurrency cap (p)"]);
+/// ```
+pub fn arms(scenario: &Scenario, filter: &Boundary, pool: &Boundary) -> Result<Vec<Variant>, VariantError> {
+    let gate = scenario.gate()?;
+    let mut open = scenario.clone();
+    open.gate.sensitivity = 0.0;
+    open.boundary = None;
+    let off = open.gate()?;
+    let mut gated = scenario.clone();
+    gated.boundary = None;
+    let filtered = |b: &Boundary, label: &str| -> Result<Variant, VariantError> {
+        let safety = b.safety_config(scenario.model.capacity).map_err(VariantError::Boundary)?;
+        let f = SafetyFilter::new(safety, gate).map_err(VariantError::Filter)?;
+        let name = b.name.clone().unwrap_or_else(|| "boundary".into());
+        let scenario = Scenario { boundary: Some(b.clone()), ..scenario.clone() };
+        Ok(Variant { label: format!("{label} ({name})"), scenario, policy: VariantPolicy::Filtered(Box::new(f)) })
+    };
+    Ok(vec![
+        Variant { label: "no gate".into(), scenario: open, policy: VariantPolicy::Gate(off) },
+        Variant {
+            label: format!("seed gate (θ {}, sens {})", gate.threshold(), gate.sensitivity()),
+            scenario: gated,
+            policy: VariantPolicy::Gate(gate),
+        },
+        filtered(filter, "filter")?,
+        filtered(pool, "filter + concurrency cap")?,
+    ])
+}
+
 #[cfg(test)]
 mod tests {
-    use safegate_core::boundary::Boundary;
-
     use super::*;
 
     fn labels(v: &[Variant]) -> Vec<&str> {
@@ -148,6 +193,24 @@ mod tests {
         }
         s.boundary.as_mut().unwrap().name = None;
         assert_eq!(variants(&s, false).unwrap()[1].label, "filtered (boundary)");
+    }
+
+    #[test]
+    fn the_four_arms_run_the_same_scenario_under_their_own_policies() {
+        let f = Boundary { name: Some("f".into()), ..Boundary::default() };
+        let mut p = Boundary { name: Some("p".into()), ..Boundary::default() };
+        p.barrier.threshold = 0.6;
+        let s = Scenario { boundary: Some(Boundary::default()), ..Scenario::default() };
+        let v = arms(&s, &f, &p).unwrap();
+        assert_eq!(labels(&v), ["no gate", "seed gate (θ 0.7, sens 1)", "filter (f)", "filter + concurrency cap (p)"]);
+        assert_eq!(v[0].scenario.gate.sensitivity, 0.0);
+        assert_eq!(v[1].scenario.gate, s.gate);
+        assert!(v[0].scenario.boundary.is_none() && v[1].scenario.boundary.is_none());
+        assert_eq!(v[2].scenario.boundary.as_ref().unwrap().name.as_deref(), Some("f"));
+        assert_eq!(v[3].scenario.boundary.as_ref().unwrap().barrier.threshold, 0.6);
+        assert!(v[..2].iter().all(|v| v.policy.filter_stats().is_none()));
+        assert!(v[2..].iter().all(|v| v.policy.filter_stats() == Some(FilterStats::default())));
+        assert!(v.iter().all(|v| v.scenario.model == s.model && v.scenario.traffic == s.traffic));
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub(crate) struct Panel {
 /// Colours that read on white and for most colour-blind readers (Okabe–Ito).
 pub(crate) const PALETTE: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
 
+/// Width of the plot area plus its axis labels; the legends add a column to its right.
 const WIDTH: f64 = 900.0;
 const PANEL_H: f64 = 170.0;
 const SINGLE_PANEL_H: f64 = 300.0;
@@ -40,6 +41,15 @@ const RIGHT: f64 = 20.0;
 const TOP: f64 = 56.0;
 const GAP: f64 = 34.0;
 const MAX_POINTS: usize = 1600;
+/// Dash patterns of a panel's rules, in order (the legend tells them apart).
+const RULE_DASHES: [&str; 3] = ["6 4", "2 3", "10 3 2 3"];
+/// Space between the plot area and the legend column.
+const LEGEND_GAP: f64 = 12.0;
+
+/// Width of a legend box listing `names`.
+fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
+    34.0 + 6.6 * names.map(|n| n.chars().count()).max().unwrap_or(0) as f64
+}
 
 /// Keep the envelope of a long series: per bucket, its first, min and max points.
 pub(crate) fn decimate(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
@@ -104,14 +114,23 @@ fn fmt_tick(v: f64) -> String {
 }
 
 /// Render stacked panels over a common x-range `[x0, x1]` as an SVG document.
+///
+/// Each panel's legend (its lines, then its rules with their dash patterns) stands in a
+/// column right of the plot area, so it never covers the data.
 pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f64, panels: &[Panel]) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let panel_h = if panels.len() == 1 { SINGLE_PANEL_H } else { PANEL_H };
     let height = TOP + panels.len() as f64 * (panel_h + GAP) + 30.0;
+    let legend_w = panels
+        .iter()
+        .filter(|p| !p.lines.is_empty() || !p.rules.is_empty())
+        .map(|p| legend_width(p.lines.iter().map(|l| l.name.as_str()).chain(p.rules.iter().map(|r| r.label.as_str()))))
+        .fold(0.0, f64::max);
+    let width = if legend_w > 0.0 { WIDTH - RIGHT + LEGEND_GAP + legend_w + 8.0 } else { WIDTH };
     let mut s = String::new();
     let _ = write!(
         s,
-        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{height}" viewBox="0 0 {WIDTH} {height}" font-family="sans-serif" font-size="12">
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">
 <rect width="100%" height="100%" fill="white"/>
 <text x="{LEFT}" y="20" font-size="15" font-weight="bold">{}</text>
 <text x="{LEFT}" y="38" fill="#555">{}</text>
@@ -166,14 +185,13 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
             }
             v += xstep;
         }
-        for r in &p.rules {
+        for (i, r) in p.rules.iter().enumerate() {
             let y = py(r.y);
             let _ = writeln!(
                 s,
-                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#444" stroke-dasharray="6 4"/><text x="{}" y="{:.1}" fill="#444" text-anchor="end">{}</text>"##,
+                r##"<line x1="{LEFT}" y1="{y:.1}" x2="{}" y2="{y:.1}" stroke="#444" stroke-dasharray="{}"><title>{}</title></line>"##,
                 LEFT + plot_w,
-                LEFT + plot_w - 4.0,
-                y - 4.0,
+                RULE_DASHES[i % RULE_DASHES.len()],
                 esc(&r.label)
             );
         }
@@ -191,29 +209,42 @@ pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f6
                 esc(&l.name)
             );
         }
-        // Legend: a boxed list in the panel's top-left corner.
-        if !p.lines.is_empty() {
-            let longest = p.lines.iter().map(|l| l.name.chars().count()).max().unwrap_or(0) as f64;
-            let (bx, by) = (LEFT + 8.0, top + 8.0);
-            let bw = 34.0 + 6.6 * longest;
-            let bh = 8.0 + 15.0 * p.lines.len() as f64;
+        // Legend: a boxed list right of the plot area, lines first, then rules.
+        let entries: Vec<(&str, &str, Option<&str>)> = p
+            .lines
+            .iter()
+            .map(|l| (l.name.as_str(), l.color, l.dashed.then_some("4 3")))
+            .chain(
+                p.rules
+                    .iter()
+                    .enumerate()
+                    .map(|(i, r)| (r.label.as_str(), "#444", Some(RULE_DASHES[i % RULE_DASHES.len()]))),
+            )
+            .collect();
+        if !entries.is_empty() {
+            let (bx, by) = (LEFT + plot_w + LEGEND_GAP, top);
+            let bw = legend_width(entries.iter().map(|e| e.0));
+            let bh = 8.0 + 15.0 * entries.len() as f64;
             let _ = writeln!(
                 s,
-                r##"<rect x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" fill-opacity="0.85" stroke="#ccc"/>"##
+                r##"<rect x="{bx:.1}" y="{by:.1}" width="{bw:.1}" height="{bh:.1}" fill="white" stroke="#ccc"/>"##
             );
-            for (i, l) in p.lines.iter().enumerate() {
+            for (i, (name, color, dash)) in entries.iter().enumerate() {
                 let y = by + 12.0 + 15.0 * i as f64;
+                let (width, dash) = match dash {
+                    Some(d) => (2, format!(r#" stroke-dasharray="{d}""#)),
+                    None => (3, String::new()),
+                };
                 let _ = writeln!(
                     s,
-                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{}" stroke-width="3"/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
+                    r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{color}" stroke-width="{width}"{dash}/><text x="{:.1}" y="{:.1}" font-size="11">{}</text>"#,
                     bx + 6.0,
                     y - 4.0,
                     bx + 24.0,
                     y - 4.0,
-                    l.color,
                     bx + 28.0,
                     y,
-                    esc(&l.name)
+                    esc(name)
                 );
             }
         }
@@ -264,5 +295,15 @@ mod tests {
         let svg = render("t", "s", "x", 0.0, 1.0, &[panel]);
         assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
         assert!(svg.contains("a&lt;b") && svg.contains("<path d=\"M"));
+        // The legend stands right of the plot area: every legend item starts past its edge.
+        let plot_right = WIDTH - RIGHT;
+        let legend_x: Vec<f64> = svg
+            .lines()
+            .filter(|l| l.contains("font-size=\"11\""))
+            .map(|l| l.split("<text x=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(legend_x.len(), 2, "{svg}");
+        assert!(legend_x.iter().all(|x| *x > plot_right), "{legend_x:?}");
+        assert!(svg.lines().any(|l| l.contains("font-size=\"11\">θ·cap")), "{svg}");
     }
 }

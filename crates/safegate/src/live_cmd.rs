@@ -188,6 +188,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             scenario: variant.scenario.clone(),
             outcome: out,
             filter: p.filter_stats(),
+            verdict: None,
         })
     };
     let retry = match (args.retry_probability, args.retry_budget) {
@@ -264,6 +265,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         scenario: variant.scenario.clone(),
         outcome: Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) },
         filter: report.filter,
+        verdict: None,
     };
     let mode = if args.no_sim {
         format!("live on Redis at {}× speed", report.speed)
@@ -280,7 +282,14 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     columns.push(run_report);
     let run_report = columns.last().expect("the live column");
     if let Some(path) = &chart {
-        let svg = render_chart("safegate live", &mode, &scenario, &cfg, &columns);
+        let svg = render_chart(
+            "safegate live",
+            &mode,
+            &scenario,
+            &cfg,
+            scenario.gate.threshold * cfg.pool.capacity,
+            &columns,
+        );
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     if let (Some(path), Some(text)) = (&args.scrapes, &report.scrapes) {

@@ -25,12 +25,14 @@ mod progress;
 mod reproduce_cmd;
 mod run_cmd;
 mod run_render;
+mod run_verdict;
 mod verify_cmd;
 
 /// Admission control whose safety is a reviewable boundary.
 ///
-/// With no command, runs the seed's headline scenario (λ = 80 on the health cycle) with
-/// the gate off and on, side by side, and writes a chart (`safegate run`).
+/// With no command, runs the seed's headline scenario (λ = 80 on the health cycle) in four
+/// arms side by side (no gate, the seed's gate, the safety filter, the filter with the
+/// concurrency cap), and writes a chart (`safegate run`).
 #[derive(Debug, Parser)]
 #[command(name = "safegate", version, about, long_about = None, propagate_version = true, args_conflicts_with_subcommands = true)]
 struct Cli {

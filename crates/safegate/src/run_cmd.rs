@@ -5,23 +5,29 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Args;
+use safegate_core::boundary::Boundary;
 use safegate_core::safety::FilterStats;
 use safegate_core::Policy;
-use safegate_sim::variants::{variants, Variant, VariantError};
+use safegate_sim::variants::{arms, variants, Variant, VariantError};
 use safegate_sim::{Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
 use crate::progress;
 use crate::run_render::{mode_text, render_chart, render_table};
+use crate::run_verdict::{verdict, verdict_line, Verdict};
 
 /// The embedded default scenario: the seed's λ = 80 band.
 pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
+/// The boundary of the third arm: the seed's running case, admission only.
+const FILTER_BOUNDARY: &str = include_str!("../../../boundaries/seed-80.toml");
+/// The boundary of the fourth arm: the same, with the concurrency cap as a second input.
+const POOL_BOUNDARY: &str = include_str!("../../../boundaries/seed-80-pool.toml");
 
 /// Flags of `safegate run`. Every model flag overrides the scenario's value.
 #[derive(Debug, Args)]
 #[command(allow_negative_numbers = true)]
 pub(crate) struct RunArgs {
-    /// Scenario file (TOML). Without it: the seed's λ = 80 band, gate off and on.
+    /// Scenario file (TOML). Without it: the seed's λ = 80 band in four arms (see `--arms`).
     pub(crate) scenario: Option<PathBuf>,
     /// Base traffic λ [req/s] (traffic.rate).
     #[arg(long, value_name = "REQ_PER_S")]
@@ -65,10 +71,15 @@ pub(crate) struct RunArgs {
     /// Any scenario key, e.g. `--set health.low=0.2 --set retries.kind=constant`.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
-    /// Also run the same scenario with the gate off, side by side (always on without a file).
+    /// Also run the same scenario with the gate off, side by side.
     #[arg(long)]
     pub(crate) baseline: bool,
-    /// Print JSON: {"scenario", "summary", "series", "baseline"?} instead of a table.
+    /// Four arms side by side: no gate, the seed's gate, the safety filter over it
+    /// (boundaries/seed-80.toml) and the filter with the concurrency cap
+    /// (boundaries/seed-80-pool.toml). The default without a scenario file or --boundary.
+    #[arg(long, conflicts_with_all = ["boundary", "baseline"])]
+    pub(crate) arms: bool,
+    /// Print JSON: {"scenario", "summary", "series", "baseline"?, "arms"} instead of a table.
     #[arg(long)]
     pub(crate) json: bool,
     /// Keep every N-th sample in the JSON series.
@@ -146,6 +157,28 @@ pub(crate) struct RunReport {
     pub(crate) outcome: Outcome,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) filter: Option<FilterStats>,
+    /// Goodput, share of the physical limit and time beyond θ·cap (`None` without a series).
+    pub(crate) verdict: Option<Verdict>,
+}
+
+/// Whether `args` asks for the four arms: `--arms`, or the embedded scenario with neither
+/// `--boundary` nor `--baseline` (which keep their two-run comparisons).
+fn wants_arms(args: &RunArgs) -> bool {
+    args.arms || (args.scenario.is_none() && args.boundary.is_none() && !args.baseline)
+}
+
+/// The four arms of [`arms`] on `scenario`, with the embedded seed-80 boundaries.
+fn four_arms(scenario: &Scenario, origin: &str) -> Result<Vec<Variant>> {
+    if scenario.boundary.is_some() {
+        anyhow::bail!(
+            "{origin}: --arms brings its own boundaries (seed-80, seed-80-pool); run a scenario with a [boundary] table without it"
+        );
+    }
+    let parse = |text: &str, name: &str| {
+        Boundary::from_toml(text, &[]).map_err(|e| anyhow::anyhow!("embedded boundaries/{name}.toml: {}", e.0))
+    };
+    let (filter, pool) = (parse(FILTER_BOUNDARY, "seed-80")?, parse(POOL_BOUNDARY, "seed-80-pool")?);
+    arms(scenario, &filter, &pool).map_err(|e| anyhow::anyhow!("{origin}: {e}"))
 }
 
 pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
@@ -167,10 +200,20 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let cfg = scenario.config(&origin)?;
     // A boundary error names the file it came from: --boundary's, or the scenario's table.
     let boundary_origin = args.boundary.as_ref().map_or(origin.clone(), |p| p.display().to_string());
-    let variants = variants(&scenario, args.baseline || args.scenario.is_none()).map_err(|e| match e {
-        VariantError::Boundary(_) => anyhow::anyhow!("{boundary_origin}: {e}"),
-        other => other.into(),
-    })?;
+    let variants = if wants_arms(args) {
+        four_arms(&scenario, &origin)?
+    } else {
+        variants(&scenario, args.baseline || args.scenario.is_none()).map_err(|e| match e {
+            VariantError::Boundary(_) => anyhow::anyhow!("{boundary_origin}: {e}"),
+            other => other.into(),
+        })?
+    };
+    // The safe line of the verdicts: the first boundary's θ, else the gate's.
+    let theta = variants
+        .iter()
+        .find_map(|v| v.scenario.boundary.as_ref().map(|b| b.barrier.threshold))
+        .unwrap_or(scenario.gate.threshold);
+    let line = theta * cfg.pool.capacity;
 
     let steps = cfg.steps();
     // A printed series holds at most MAX_SERIES_POINTS samples (a 1e6-s run printed 1.9 GB).
@@ -197,7 +240,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         )
         .with_context(|| format!("scenario {origin}"))?;
         let filter = policy.filter_stats();
-        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter });
+        let verdict = verdict(&cfg, &outcome, line);
+        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter, verdict });
     }
     pb.finish_and_clear();
 
@@ -209,13 +253,26 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         (None, true) => None,
     };
     if let Some(path) = &chart {
-        let svg = render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, &reports);
+        let svg = render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, line, &reports);
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
 
     if args.json {
+        let arms: Vec<serde_json::Value> = reports
+            .iter()
+            .map(|r| {
+                serde_json::json!({
+                    "label": r.label,
+                    "policy": r.policy,
+                    "summary": r.outcome.summary,
+                    "filter": r.filter,
+                    "verdict": r.verdict,
+                })
+            })
+            .collect();
+        // The last run is the primary, the first (when there are more) its baseline.
         let primary = reports.pop().expect("at least one run");
-        let baseline = reports.pop();
+        let baseline = (!reports.is_empty()).then(|| reports.swap_remove(0));
         let doc = serde_json::json!({
             "scenario": primary.scenario,
             "policy": primary.policy,
@@ -223,6 +280,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             "summary": primary.outcome.summary,
             "series": primary.outcome.series,
             "baseline": baseline,
+            "arms": arms,
             "chart": chart.as_ref().map(|p| p.display().to_string()),
         });
         println!("{}", serde_json::to_string(&doc)?);
@@ -232,6 +290,15 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             println!("overrides (the description above them is the file's): {}", list.join(", "));
         }
         print!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
+        if reports.iter().any(|r| r.verdict.is_some()) {
+            println!("verdicts (goodput = cleared / duration; physical limit = what an ideal pool clearing H(t)·C·s from the same backlog would clear):");
+        }
+        let w = reports.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+        for r in &reports {
+            if let Some(v) = &r.verdict {
+                println!("  {:w$}  {}", r.label, verdict_line(v));
+            }
+        }
         if let Some(path) = &chart {
             println!("chart: {}", path.display());
         }

@@ -185,11 +185,13 @@ pub(crate) fn render_table(
     s
 }
 
+/// The chart of `reports`: queue (with the safe line `line`, θ·cap), health, admit fraction.
 pub(crate) fn render_chart(
     title: &str,
     mode: &str,
     scenario: &Scenario,
     cfg: &Config,
+    line: f64,
     reports: &[RunReport],
 ) -> String {
     let mut queue = Vec::new();
@@ -208,7 +210,7 @@ pub(crate) fn render_chart(
         });
         health.get_or_insert_with(|| Line {
             name: "health H(t)".into(),
-            color: chart::PALETTE[2],
+            color: "#666666",
             x: series.t.clone(),
             y: series.health.clone(),
             dashed: false,
@@ -222,10 +224,7 @@ pub(crate) fn render_chart(
             y_min: 0.0,
             y_max: cap,
             lines: queue,
-            rules: vec![Rule {
-                y: scenario.gate.threshold * cap,
-                label: format!("θ·cap = {:.0}", scenario.gate.threshold * cap),
-            }],
+            rules: vec![Rule { y: line, label: format!("θ·cap = {line:.0}") }],
         },
         Panel {
             label: "health H".into(),

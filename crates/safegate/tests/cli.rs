@@ -12,14 +12,46 @@ fn scenario(name: &str) -> String {
     format!("{}/../../scenarios/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// The four arms of the main job, in the order of its story.
+const ARMS: [&str; 4] =
+    ["no gate", "seed gate (θ 0.7, sens 1)", "filter (seed-80)", "filter + concurrency cap (seed-80-pool)"];
+
+/// The verdict line of `label` in a printed run.
+fn verdict_of<'a>(text: &'a str, label: &str) -> &'a str {
+    let start = text.find("verdicts (").expect("a verdict block");
+    text[start..].lines().find(|l| l.trim_start().starts_with(label)).unwrap_or_else(|| panic!("{label}: {text}"))
+}
+
+/// The seconds beyond θ·cap a verdict line states.
+fn seconds_beyond(line: &str) -> f64 {
+    let (head, _) = line.split_once(" s (").expect("seconds beyond");
+    head.rsplit(' ').next().unwrap().parse().unwrap()
+}
+
 #[test]
-fn default_run_prints_both_variants_and_the_seed_band() {
+fn default_run_tells_the_story_in_four_arms() {
     let out = safegate(&["--no-svg"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
-    assert!(text.contains("gate off") && text.contains("gate on (θ 0.7, sens 1)"), "{text}");
-    assert!(text.contains("143.8–193.9 (t ≥ 100 s)"), "{text}");
-    assert!(text.contains("200.0–200.0 (t ≥ 100 s)"), "{text}");
+    // The table's header lists the arms in order, and so do the verdict lines.
+    let header = text.lines().find(|l| l.contains("no gate")).unwrap();
+    let at: Vec<usize> = ARMS.iter().map(|a| header.find(a).unwrap_or_else(|| panic!("{a}: {header}"))).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{header}");
+    let verdicts = &text[text.find("verdicts (").unwrap()..];
+    let at: Vec<usize> = ARMS.iter().map(|a| verdicts.find(&format!("  {a} ")).unwrap()).collect();
+    assert!(at.windows(2).all(|w| w[0] < w[1]), "{verdicts}");
+    // No gate pins at the cap, the seed's gate holds its band above θ·cap = 140 ...
+    assert!(text.contains("200.0–200.0 (t ≥ 100 s)") && text.contains("143.8–193.9 (t ≥ 100 s)"), "{text}");
+    for arm in &ARMS[..2] {
+        let line = verdict_of(&text, arm);
+        assert!(line.contains("beyond θ·cap = 140") && seconds_beyond(line) > 350.0, "{line}");
+    }
+    // ... and both filtered arms stay under it the whole run.
+    for arm in &ARMS[2..] {
+        let line = verdict_of(&text, arm);
+        assert_eq!(seconds_beyond(line), 0.0, "{line}");
+        assert!(line.contains("goodput "), "{line}");
+    }
 }
 
 #[test]
@@ -33,8 +65,30 @@ fn json_has_scenario_summary_and_one_sample_per_step() {
     for key in ["t", "queue", "health", "admit_fraction"] {
         assert_eq!(series[key].as_array().unwrap().len(), 8000, "{key}");
     }
-    assert!((v["summary"]["settled_min"].as_f64().unwrap() - 143.75).abs() < 0.01);
+    // The primary is the last arm (the filter with the concurrency cap), the baseline the first.
+    assert_eq!(v["label"], ARMS[3]);
+    assert_eq!(v["baseline"]["label"], ARMS[0]);
     assert_eq!(v["baseline"]["summary"]["queue_final"], 200.0);
+    let arms = v["arms"].as_array().unwrap();
+    assert_eq!(arms.iter().map(|a| a["label"].as_str().unwrap()).collect::<Vec<_>>(), ARMS);
+    assert!((arms[1]["summary"]["settled_min"].as_f64().unwrap() - 143.75).abs() < 0.01);
+    let num = |a: &serde_json::Value, k: &str| a["verdict"][k].as_f64().unwrap_or_else(|| panic!("{k}: {a}"));
+    let limit = num(&arms[0], "physical_limit");
+    for a in arms {
+        assert_eq!(num(a, "line"), 140.0);
+        assert_eq!(num(a, "physical_limit"), limit, "one scenario, one limit");
+        let (g, share) = (num(a, "goodput"), num(a, "share_of_limit"));
+        assert!((share - g / limit).abs() < 1e-12 && share <= 1.0, "{a}");
+        assert!((num(a, "time_beyond") - 400.0 * num(a, "share_beyond")).abs() < 1e-9, "{a}");
+    }
+    assert!(num(&arms[0], "share_beyond") > 0.9, "the open pool pins above θ·cap");
+    for a in &arms[2..] {
+        assert_eq!(num(a, "time_beyond"), 0.0, "{a}");
+        assert!(a["summary"]["queue_max"].as_f64().unwrap() <= 140.0, "{a}");
+        assert!(a["filter"]["decisions"].as_u64().unwrap() > 0, "{a}");
+    }
+    // The concurrency cap clears more than admission alone: at least 5 req/s.
+    assert!(num(&arms[3], "goodput") > num(&arms[2], "goodput") + 5.0, "{arms:?}");
     let strided = safegate(&["run", "--json", "--no-svg", "--every", "10"]);
     let v: serde_json::Value = serde_json::from_slice(&strided.stdout).unwrap();
     assert_eq!(v["series"]["t"].as_array().unwrap().len(), 800);
@@ -96,7 +150,32 @@ fn writes_the_chart() {
     let out = safegate(&["run", "--svg", svg.to_str().unwrap(), "--duration", "50"]);
     assert!(out.status.success());
     let text = std::fs::read_to_string(&svg).unwrap();
-    assert!(text.starts_with("<svg") && text.contains("queue depth q") && text.contains("gate off"));
+    assert!(text.starts_with("<svg") && text.contains("queue depth q"));
+    for arm in ARMS {
+        assert!(text.contains(&format!(">{arm}</text>")), "{arm} in the legend");
+    }
+}
+
+#[test]
+fn explicit_scenarios_keep_their_runs_and_take_the_arms_on_request() {
+    let path = scenario("stochastic-80.toml");
+    let plain = safegate(&["run", &path, "--no-svg", "--duration", "60"]);
+    let text = String::from_utf8(plain.stdout).unwrap();
+    assert!(text.contains("gate on (θ 0.7, sens 1)") && !text.contains("no gate"), "{text}");
+    let arms = safegate(&["run", &path, "--arms", "--json", "--duration", "60"]);
+    assert!(arms.status.success(), "{}", String::from_utf8_lossy(&arms.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&arms.stdout).unwrap();
+    let labels: Vec<&str> = v["arms"].as_array().unwrap().iter().map(|a| a["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, ARMS);
+    assert_eq!(v["scenario"]["run"]["mode"], "stochastic");
+    // The embedded scenario with --baseline keeps the two-run comparison.
+    let two = safegate(&["--baseline", "--json", "--duration", "20"]);
+    let v: serde_json::Value = serde_json::from_slice(&two.stdout).unwrap();
+    assert_eq!(v["arms"].as_array().unwrap().len(), 2);
+    // A scenario with its own [boundary] is refused with --arms, not silently replaced.
+    let own = safegate(&["run", &scenario("band-80-filtered.toml"), "--arms", "--no-svg"]);
+    assert_eq!(own.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&own.stderr).contains("--arms brings its own boundaries"));
 }
 
 #[test]
