@@ -80,7 +80,7 @@ pub(crate) struct CheckArgs {
     /// The proposed ε, the tolerated probability of leaving the safe set within a horizon.
     #[arg(long, default_value_t = 0.01, value_name = "EPS")]
     epsilon: f64,
-    /// The horizon ε is over [s].
+    /// The horizon ε is over \[s\].
     #[arg(long, default_value_t = 600.0, value_name = "SECONDS")]
     horizon: f64,
     /// η, the CVaR tail fraction.
