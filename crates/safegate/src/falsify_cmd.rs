@@ -161,7 +161,7 @@ pub(crate) fn measure(ids: &[String], quick: bool, seed: u64, show: bool) -> Mea
         criteria.push(f19(quick));
         timings.push(("F19".into(), t.elapsed().as_secs_f64()));
     }
-    criteria.retain(|c| ids.iter().any(|id| *id == c.id));
+    criteria.retain(|c| ids.contains(&c.id));
     Measured { criteria, figures, timings, seconds: started.elapsed().as_secs_f64() }
 }
 
