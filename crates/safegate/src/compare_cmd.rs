@@ -337,6 +337,9 @@ fn color(i: usize) -> (&'static str, bool) {
     (PALETTE[i % PALETTE.len()], i >= PALETTE.len())
 }
 
+/// Seconds of each queue trace the case figures draw, from the start.
+pub(crate) const TRACE_SECONDS: f64 = 200.0;
+
 /// One SVG of queue traces per case (panels: without and with the filter) and one of
 /// goodput vs load, each with its file name.
 pub(crate) fn figures(r: &CompareReport) -> Vec<(String, String)> {
@@ -348,7 +351,7 @@ pub(crate) fn figures(r: &CompareReport) -> Vec<(String, String)> {
         // One panel per policy, filter off (dashed) and on (solid), over the first 200 s:
         // thirteen policies in one panel are unreadable.
         let cap = 200.0;
-        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max).min(200.0);
+        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max).min(TRACE_SECONDS);
         let mut panels = Vec::new();
         let mut names: Vec<&str> = Vec::new();
         for a in &c.arms {

@@ -214,12 +214,15 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The compare report with each queue trace cut to the envelope of about `points`
-/// points; only time and queue are kept, which is all its figures draw.
+/// The compare report with each queue trace cut to the seconds its figure draws and to the
+/// envelope of about `points` points there; only time and queue are kept, which is all the
+/// figures use.
 fn thin_traces(mut r: CompareReport, points: usize) -> CompareReport {
     for c in &mut r.cases {
         for t in &mut c.traces {
-            let (x, y): (Vec<f64>, Vec<f64>) = chart::decimate_to(&t.t, &t.queue, points).into_iter().unzip();
+            let n = t.t.partition_point(|&x| x <= compare_cmd::TRACE_SECONDS);
+            let (x, y): (Vec<f64>, Vec<f64>) =
+                chart::decimate_to(&t.t[..n], &t.queue[..n.min(t.queue.len())], points).into_iter().unzip();
             *t = Series { t: x, queue: y, ..Series::default() };
         }
     }
