@@ -130,11 +130,46 @@ pub(crate) struct Gathered {
 pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
     // Fail on an unusable --out before the long work, not after it.
     std::fs::create_dir_all(&args.out).with_context(|| format!("--out {}: cannot create", args.out.display()))?;
+    // The page goes to a partial file first, renamed at the end: a run that fails midway
+    // leaves an earlier report as it was.
     let path = args.out.join(FILE_NAME);
-    let mut file = File::create(&path).with_context(|| format!("--out: cannot write {}", path.display()))?;
+    let partial = args.out.join(format!(".{FILE_NAME}.partial"));
+    let mut file = File::create(&partial).with_context(|| format!("--out: cannot write {}", partial.display()))?;
 
     let show = !args.json;
-    let effort = Effort::new(args.quick, args.seed);
+    let gathered = match gather(Effort::new(args.quick, args.seed), show) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    let page = report_html::page(&gathered);
+    file.write_all(page.html.as_bytes()).with_context(|| format!("writing {}", partial.display()))?;
+    drop(file);
+    std::fs::rename(&partial, &path)
+        .with_context(|| format!("renaming {} to {}", partial.display(), path.display()))?;
+    let bytes = page.html.len();
+
+    let summary = summary(&gathered, &page, &path, bytes);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{} ({:.0} kB, {} figures) in {:.1} s{}",
+            path.display(),
+            bytes as f64 / 1000.0,
+            page.figures,
+            gathered.seconds,
+            if gathered.effort.quick { "; --quick: small samples" } else { "" }
+        );
+    }
+    // The verdicts are findings, written into the page; the command succeeded if it wrote it.
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run the four sections, progress on stderr when `show`.
+fn gather(effort: Effort, show: bool) -> Result<Gathered> {
     let started = Instant::now();
     let note = |what: &str| {
         if show {
@@ -184,7 +219,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
     let ids = falsify_cmd::selected(&[])?;
     let falsify = falsify_cmd::measure(&ids, effort.quick, effort.seed, show);
 
-    let gathered = Gathered {
+    Ok(Gathered {
         effort,
         reproduce,
         compare,
@@ -192,26 +227,7 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
         verify,
         falsify,
         seconds: started.elapsed().as_secs_f64(),
-    };
-    let page = report_html::page(&gathered);
-    file.write_all(page.html.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
-    let bytes = page.html.len();
-
-    let summary = summary(&gathered, &page, &path, bytes);
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
-    } else {
-        println!(
-            "{} ({:.0} kB, {} figures) in {:.1} s{}",
-            path.display(),
-            bytes as f64 / 1000.0,
-            page.figures,
-            gathered.seconds,
-            if effort.quick { "; --quick: small samples" } else { "" }
-        );
-    }
-    // The verdicts are findings, written into the page; the command succeeded if it wrote it.
-    Ok(ExitCode::SUCCESS)
+    })
 }
 
 /// The compare report with each queue trace cut to the seconds its figure draws and to the

@@ -72,6 +72,8 @@ fn quick_report_holds_every_section_row_verdict_and_figure_offline() {
     let path = dir.join("safegate-report.html");
     assert_eq!(summary["path"], path.display().to_string());
     let html = std::fs::read_to_string(&path).unwrap();
+    // Written through a partial file, renamed at the end.
+    assert!(!dir.join(".safegate-report.html.partial").exists());
     assert_eq!(summary["bytes"].as_u64(), Some(html.len() as u64));
     assert_eq!(summary["effort"], "quick");
 
