@@ -57,9 +57,6 @@ pub(crate) fn selected(ids: &[String]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// F19 is measured on the live downstream, not in the model; this branch does not build
-/// that measurement, so its row says so. When `safegate_live::throughput::f19` is in, this
-/// function turns its fit into the row (the same `Criterion`, its numbers as `Evidence`).
 /// F19 from the live downstream emulator: its throughput curve measured on loopback and
 /// fitted with the USL and the `(C/n)^p` law (docs/throughput.md).
 fn f19(quick: bool) -> Criterion {
