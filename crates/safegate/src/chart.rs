@@ -53,12 +53,17 @@ fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
 
 /// Keep the envelope of a long series: per bucket, its first, min and max points.
 pub(crate) fn decimate(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
+    decimate_to(x, y, MAX_POINTS)
+}
+
+/// [`decimate`] to at most about `max_points` points (at least 3 per bucket's worth).
+pub(crate) fn decimate_to(x: &[f64], y: &[f64], max_points: usize) -> Vec<(f64, f64)> {
     let n = x.len().min(y.len());
-    if n <= MAX_POINTS {
+    if n <= max_points.max(3) {
         return x.iter().zip(y).map(|(a, b)| (*a, *b)).collect();
     }
-    let buckets = MAX_POINTS / 3;
-    let mut out = Vec::with_capacity(MAX_POINTS + 3);
+    let buckets = (max_points / 3).max(1);
+    let mut out = Vec::with_capacity(max_points + 3);
     for b in 0..buckets {
         let (lo, hi) = (b * n / buckets, ((b + 1) * n / buckets).min(n));
         if lo >= hi {

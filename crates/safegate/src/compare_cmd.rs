@@ -73,8 +73,7 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     }
     let boundary = match &args.boundary {
         Some(p) => safegate_sim::scenario::load_boundary(p)?,
-        None => safegate_core::boundary::Boundary::from_toml(DEFAULT_BOUNDARY, &[])
-            .map_err(|e| anyhow::anyhow!("<embedded seed-80>: {e}"))?,
+        None => default_boundary()?,
     };
     let duration = run_duration(args.duration, &boundary).map_err(|e| match e {
         CompareError::Setting(e) => anyhow!("--{} {}: expected a positive number of seconds", e.field, e.value),
@@ -141,6 +140,11 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The boundary compare enforces by default: the embedded boundaries/seed-80.toml.
+pub(crate) fn default_boundary() -> Result<safegate_core::boundary::Boundary> {
+    safegate_core::boundary::Boundary::from_toml(DEFAULT_BOUNDARY, &[]).map_err(|e| anyhow!("<embedded seed-80>: {e}"))
+}
+
 fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
 }
@@ -179,7 +183,8 @@ fn arm_row(s: &mut String, a: &ArmReport) {
     );
 }
 
-fn render(r: &CompareReport, secs: f64) -> String {
+/// The text table `safegate compare` prints.
+pub(crate) fn render(r: &CompareReport, secs: f64) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -332,9 +337,12 @@ fn color(i: usize) -> (&'static str, bool) {
     (PALETTE[i % PALETTE.len()], i >= PALETTE.len())
 }
 
+/// Seconds of each queue trace the case figures draw, from the start.
+pub(crate) const TRACE_SECONDS: f64 = 200.0;
+
 /// One SVG of queue traces per case (panels: without and with the filter) and one of
-/// goodput vs load.
-fn figures(r: &CompareReport) -> Vec<(String, String)> {
+/// goodput vs load, each with its file name.
+pub(crate) fn figures(r: &CompareReport) -> Vec<(String, String)> {
     let mut out = Vec::new();
     for c in &r.cases {
         if c.traces.is_empty() {
@@ -343,7 +351,7 @@ fn figures(r: &CompareReport) -> Vec<(String, String)> {
         // One panel per policy, filter off (dashed) and on (solid), over the first 200 s:
         // thirteen policies in one panel are unreadable.
         let cap = 200.0;
-        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max).min(200.0);
+        let x1 = c.traces.iter().filter_map(|t| t.t.last().copied()).fold(0.0, f64::max).min(TRACE_SECONDS);
         let mut panels = Vec::new();
         let mut names: Vec<&str> = Vec::new();
         for a in &c.arms {

@@ -41,7 +41,7 @@ pub(crate) struct FalsifyArgs {
 
 /// The ids asked for, upper-cased and deduplicated in criterion order; an unknown one is the
 /// error, named.
-fn selected(ids: &[String]) -> Result<Vec<String>> {
+pub(crate) fn selected(ids: &[String]) -> Result<Vec<String>> {
     let mut wanted = Vec::new();
     for raw in ids {
         let id = raw.trim().to_ascii_uppercase();
@@ -57,9 +57,6 @@ fn selected(ids: &[String]) -> Result<Vec<String>> {
         .collect())
 }
 
-/// F19 is measured on the live downstream, not in the model; this branch does not build
-/// that measurement, so its row says so. When `safegate_live::throughput::f19` is in, this
-/// function turns its fit into the row (the same `Criterion`, its numbers as `Evidence`).
 /// F19 from the live downstream emulator: its throughput curve measured on loopback and
 /// fitted with the USL and the `(C/n)^p` law (docs/throughput.md).
 fn f19(quick: bool) -> Criterion {
@@ -118,14 +115,24 @@ fn f19(quick: bool) -> Criterion {
     }
 }
 
-pub(crate) fn run(args: &FalsifyArgs) -> Result<ExitCode> {
-    let ids = selected(&args.ids)?;
-    let effort = if args.quick { Effort::quick(args.seed) } else { Effort::standard(args.seed) };
+/// What [`measure`] found: the criteria asked for, the figures, per-experiment seconds.
+#[derive(Debug)]
+pub(crate) struct Measured {
+    pub(crate) criteria: Vec<Criterion>,
+    pub(crate) figures: Vec<Figure>,
+    pub(crate) timings: Vec<(String, f64)>,
+    pub(crate) seconds: f64,
+}
+
+/// Measure the criteria `ids` (as [`selected`] returns them), small samples when `quick`,
+/// progress on stderr when `show`; F19 is the live measurement.
+pub(crate) fn measure(ids: &[String], quick: bool, seed: u64, show: bool) -> Measured {
+    let effort = if quick { Effort::quick(seed) } else { Effort::standard(seed) };
     let model_ids: Vec<String> = ids.iter().filter(|id| falsify::IDS.contains(&id.as_str())).cloned().collect();
     let chosen = if model_ids.is_empty() { vec![] } else { falsify::experiments_for(&model_ids) };
 
     let started = Instant::now();
-    let pb = progress::bar(1000, "falsifying", !args.json);
+    let pb = progress::bar(1000, "falsifying", show);
     let n = chosen.len().max(1) as f64;
     let mut criteria: Vec<Criterion> = Vec::new();
     let mut figures: Vec<Figure> = Vec::new();
@@ -140,13 +147,20 @@ pub(crate) fn run(args: &FalsifyArgs) -> Result<ExitCode> {
     }
     pb.finish_and_clear();
     if ids.iter().any(|id| id == "F19") {
-        if !args.json {
+        if show {
             eprintln!("F19: measuring the live downstream's throughput curve on loopback …");
         }
-        criteria.push(f19(args.quick));
+        let t = Instant::now();
+        criteria.push(f19(quick));
+        timings.push(("F19".into(), t.elapsed().as_secs_f64()));
     }
     criteria.retain(|c| ids.contains(&c.id));
-    let elapsed = started.elapsed().as_secs_f64();
+    Measured { criteria, figures, timings, seconds: started.elapsed().as_secs_f64() }
+}
+
+pub(crate) fn run(args: &FalsifyArgs) -> Result<ExitCode> {
+    let ids = selected(&args.ids)?;
+    let Measured { criteria, figures, timings, seconds: elapsed } = measure(&ids, args.quick, args.seed, !args.json);
 
     let mut written = Vec::new();
     if let Some(dir) = &args.figures {
@@ -191,7 +205,7 @@ pub(crate) fn run(args: &FalsifyArgs) -> Result<ExitCode> {
 }
 
 /// A number as a reader wants it: thousands without decimals, small values with enough digits.
-fn value(v: f64) -> String {
+pub(crate) fn value(v: f64) -> String {
     if v.is_nan() {
         "—".into()
     } else if v.is_infinite() {
@@ -209,7 +223,7 @@ fn value(v: f64) -> String {
     }
 }
 
-fn evidence_line(e: &Evidence) -> String {
+pub(crate) fn evidence_line(e: &Evidence) -> String {
     format!("{}: {} {}", e.name, value(e.value), e.unit)
 }
 

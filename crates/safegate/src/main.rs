@@ -22,6 +22,8 @@ mod live_cmd;
 mod overload;
 mod policy_arg;
 mod progress;
+mod report_cmd;
+mod report_html;
 mod reproduce_cmd;
 mod run_cmd;
 mod run_render;
@@ -75,6 +77,9 @@ enum Command {
     /// A fleet of gate processes sharing one downstream, coordinated by a price over
     /// Redis; `--outage START:LEN` stops the coordinator for a while.
     Fleet(fleet_cmd::FleetArgs),
+    /// Reproduce, compare, verify and falsify in one self-contained HTML file with every
+    /// figure inline (`--out DIR`, `--quick` for small samples).
+    Report(report_cmd::ReportArgs),
     /// One gate of a fleet (started by `safegate fleet`).
     #[command(hide = true)]
     FleetGate(fleet_cmd::FleetGateArgs),
@@ -95,6 +100,7 @@ fn main() -> ExitCode {
         Some(Command::Live(args)) => live_cmd::run(&args),
         Some(Command::Executor(args)) => live_cmd::executor(&args),
         Some(Command::Fleet(args)) => fleet_cmd::run(&args),
+        Some(Command::Report(args)) => report_cmd::run(&args),
         Some(Command::FleetGate(args)) => fleet_cmd::gate(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),

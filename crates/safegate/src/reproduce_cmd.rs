@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use safegate_sim::experiments::{self, Figure, Report, Row, Setup, Verdict};
+use safegate_sim::experiments::{self, Experiment, Figure, Report, Row, Setup, Verdict};
 
 use crate::chart::{self, Line, Panel, Rule};
 use crate::progress;
@@ -55,17 +55,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
     let chosen = &selection.experiments;
 
     let started = Instant::now();
-    let pb = progress::bar(chosen.len() as u64, "experiments", !args.json);
-    let mut reports: Vec<(Report, f64)> = chosen
-        .par_iter()
-        .map(|e| {
-            let t = Instant::now();
-            let r = (e.run)(&setup);
-            pb.inc(1);
-            (r, t.elapsed().as_secs_f64())
-        })
-        .collect();
-    pb.finish_and_clear();
+    let mut reports = run_experiments(&setup, chosen, !args.json);
     let elapsed = started.elapsed().as_secs_f64();
     for (r, _) in &mut reports {
         selection.keep_rows(r);
@@ -114,6 +104,23 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         }
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Run the experiments in parallel, a progress bar on stderr when `show`: each report with
+/// its seconds, in the order given.
+pub(crate) fn run_experiments(setup: &Setup, chosen: &[&Experiment], show: bool) -> Vec<(Report, f64)> {
+    let pb = progress::bar(chosen.len() as u64, "experiments", show);
+    let reports = chosen
+        .par_iter()
+        .map(|e| {
+            let t = Instant::now();
+            let r = (e.run)(setup);
+            pb.inc(1);
+            (r, t.elapsed().as_secs_f64())
+        })
+        .collect();
+    pb.finish_and_clear();
+    reports
 }
 
 fn render_table(rows: &[(&'static str, &Row)]) -> String {

@@ -72,21 +72,7 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
         health_points: args.health_points,
         seed: args.seed,
     };
-    let vc = request.build().map_err(|e| match e {
-        VerifyError::Boundary(e) => anyhow!("{}: {e}", args.boundary.display()),
-        VerifyError::Nominal(name) => anyhow!("--nominal {name:?}: expected open or seed-gate"),
-        VerifyError::Setting(e) if e.field == "trials" && e.value == "0" => anyhow!("--trials must be at least 1"),
-        // The request's fields are the flags that set them.
-        VerifyError::Setting(mut e) => {
-            e.field = format!("--{}", e.field.replace('_', "-"));
-            e.into()
-        }
-    })?;
-    let pb = progress::bar(1000, "verifying", !args.json);
-    let started = Instant::now();
-    let report = verify(&vc, &|f| pb.set_position((f * 1000.0) as u64))?;
-    pb.finish_and_clear();
-    let secs = started.elapsed().as_secs_f64();
+    let (report, secs) = check(request, &args.boundary.display().to_string(), !args.json)?;
     if args.json {
         let mut v = serde_json::to_value(&report)?;
         // The headline keys at the top level, as the scenario's cell.
@@ -104,6 +90,27 @@ pub(crate) fn run(args: &VerifyArgs) -> Result<ExitCode> {
         print!("{}", render(&report, &args.boundary.display().to_string(), secs));
     }
     Ok(if report.pass { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// Build and run a verification with a progress bar on stderr when `show`: the report and
+/// its seconds. `file` names the boundary in errors; the request's fields are the flags.
+pub(crate) fn check(request: VerifyRequest, file: &str, show: bool) -> Result<(VerifyReport, f64)> {
+    let vc = request.build().map_err(|e| match e {
+        VerifyError::Boundary(e) => anyhow!("{file}: {e}"),
+        VerifyError::Nominal(name) => anyhow!("--nominal {name:?}: expected open or seed-gate"),
+        VerifyError::Setting(e) if e.field == "trials" && e.value == "0" => anyhow!("--trials must be at least 1"),
+        // The request's fields are the flags that set them.
+        VerifyError::Setting(mut e) => {
+            e.field = format!("--{}", e.field.replace('_', "-"));
+            e.into()
+        }
+    })?;
+    let pb = progress::bar(1000, "verifying", show);
+    let started = Instant::now();
+    let report = verify(&vc, &|f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    let secs = started.elapsed().as_secs_f64();
+    Ok((report, secs))
 }
 
 fn arm_line(s: &mut String, label: &str, a: &ArmResult) {
@@ -126,7 +133,8 @@ fn arm_line(s: &mut String, label: &str, a: &ArmResult) {
     );
 }
 
-fn render(r: &VerifyReport, path: &str, secs: f64) -> String {
+/// The text `safegate verify` prints.
+pub(crate) fn render(r: &VerifyReport, path: &str, secs: f64) -> String {
     let mut s = String::new();
     let a = &r.analytic;
     let _ =

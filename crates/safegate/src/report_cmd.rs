@@ -1,0 +1,304 @@
+//! `safegate report`: reproduce, compare, verify and falsify in one self-contained HTML file
+//! (docs/report.md).
+//!
+//! Each section is measured by the same functions its own command runs; the page is built
+//! in `report_html`.
+
+use std::fs::File;
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::Args;
+use safegate_core::boundary::Boundary;
+use safegate_sim::compare::{compare, run_duration, select_cases, CompareReport, CompareRequest};
+use safegate_sim::experiments::{self, Report, Setup, Verdict};
+use safegate_sim::falsify::Verdict as Finding;
+use safegate_sim::verify::{VerifyReport, VerifyRequest};
+use safegate_sim::{Scenario, Series};
+
+use crate::falsify_cmd::{self, Measured};
+use crate::run_cmd::DEFAULT_SCENARIO;
+use crate::{chart, compare_cmd, progress, report_html, reproduce_cmd, verify_cmd};
+
+/// The boundary files `verify` checks, embedded so the report runs from any directory.
+const BOUNDARIES: [(&str, &str); 4] = [
+    ("boundaries/seed-80.toml", include_str!("../../../boundaries/seed-80.toml")),
+    ("boundaries/seed-80-pool.toml", include_str!("../../../boundaries/seed-80-pool.toml")),
+    ("boundaries/gaussian-80.toml", include_str!("../../../boundaries/gaussian-80.toml")),
+    ("boundaries/cantelli-80.toml", include_str!("../../../boundaries/cantelli-80.toml")),
+];
+
+/// Points kept per queue trace of `compare` on the page: the envelope (first, lowest,
+/// highest per bucket) at about 3 points per 10 px of the 810 px plot, which keeps the 13
+/// case figures near 1 MB together (at `compare --figures`' 1,600 they are 7 MB).
+const TRACE_POINTS: usize = 240;
+
+/// The file written into `--out`.
+const FILE_NAME: &str = "safegate-report.html";
+
+/// Flags of `safegate report`.
+#[derive(Debug, Args)]
+pub(crate) struct ReportArgs {
+    /// Directory to write `safegate-report.html` into (created if missing).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) out: PathBuf,
+    /// Small samples everywhere (seconds instead of minutes; some rows may then miss the
+    /// seed's tolerance or be inconclusive).
+    #[arg(long)]
+    pub(crate) quick: bool,
+    /// Seed of every random draw.
+    #[arg(long, default_value_t = 1)]
+    pub(crate) seed: u64,
+    /// Print a JSON summary (sections, counts, path, bytes, seconds) instead of a line.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// How much each section samples.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Effort {
+    /// `--quick`.
+    pub(crate) quick: bool,
+    /// Severity trials, repeated worst runs and IMM trials of `reproduce`.
+    severity_trials: u64,
+    worst_runs: u64,
+    imm_trials: u64,
+    /// Replications per arm in `compare`, and seconds per run (`None`: the boundary's
+    /// horizon).
+    pub(crate) compare_seeds: u32,
+    compare_duration: Option<f64>,
+    /// Trajectories per envelope cell and arm, and the grid, in `verify`.
+    pub(crate) verify_trials: u64,
+    pub(crate) traffic_points: usize,
+    pub(crate) health_points: usize,
+    /// Seed of every draw.
+    pub(crate) seed: u64,
+}
+
+impl Effort {
+    /// Each command's defaults, or small samples with `quick`.
+    fn new(quick: bool, seed: u64) -> Self {
+        let full = Setup::default();
+        if quick {
+            Effort {
+                quick,
+                severity_trials: 100_000,
+                worst_runs: 500,
+                imm_trials: 2_000,
+                compare_seeds: 1,
+                compare_duration: Some(200.0),
+                verify_trials: 40,
+                traffic_points: 2,
+                health_points: 2,
+                seed,
+            }
+        } else {
+            Effort {
+                quick,
+                severity_trials: full.severity_trials,
+                worst_runs: full.worst_runs,
+                imm_trials: full.imm_trials,
+                compare_seeds: 4,
+                compare_duration: None,
+                verify_trials: 1000,
+                traffic_points: 5,
+                health_points: 3,
+                seed,
+            }
+        }
+    }
+}
+
+/// Everything the page shows.
+#[derive(Debug)]
+pub(crate) struct Gathered {
+    pub(crate) effort: Effort,
+    /// Each experiment's report and seconds.
+    pub(crate) reproduce: Vec<(Report, f64)>,
+    pub(crate) compare: CompareReport,
+    pub(crate) compare_seconds: f64,
+    /// Each boundary file, its report and seconds.
+    pub(crate) verify: Vec<(String, VerifyReport, f64)>,
+    pub(crate) falsify: Measured,
+    /// Seconds for the whole measurement.
+    pub(crate) seconds: f64,
+}
+
+pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
+    // Fail on an unusable --out before the long work, not after it.
+    std::fs::create_dir_all(&args.out).with_context(|| format!("--out {}: cannot create", args.out.display()))?;
+    // The page goes to a partial file first, renamed at the end: a run that fails midway
+    // leaves an earlier report as it was.
+    let path = args.out.join(FILE_NAME);
+    let partial = args.out.join(format!(".{FILE_NAME}.partial"));
+    let mut file = File::create(&partial).with_context(|| format!("--out: cannot write {}", partial.display()))?;
+
+    let show = !args.json;
+    let gathered = match gather(Effort::new(args.quick, args.seed), show) {
+        Ok(g) => g,
+        Err(e) => {
+            let _ = std::fs::remove_file(&partial);
+            return Err(e);
+        }
+    };
+    let page = report_html::page(&gathered);
+    file.write_all(page.html.as_bytes()).with_context(|| format!("writing {}", partial.display()))?;
+    drop(file);
+    std::fs::rename(&partial, &path)
+        .with_context(|| format!("renaming {} to {}", partial.display(), path.display()))?;
+    let bytes = page.html.len();
+
+    let summary = summary(&gathered, &page, &path, bytes);
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&summary)?);
+    } else {
+        println!(
+            "{} ({:.0} kB, {} figures) in {:.1} s{}",
+            path.display(),
+            bytes as f64 / 1000.0,
+            page.figures,
+            gathered.seconds,
+            if gathered.effort.quick { "; --quick: small samples" } else { "" }
+        );
+    }
+    // The verdicts are findings, written into the page; the command succeeded if it wrote it.
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Run the four sections, progress on stderr when `show`.
+fn gather(effort: Effort, show: bool) -> Result<Gathered> {
+    let started = Instant::now();
+    let note = |what: &str| {
+        if show {
+            eprintln!("report: {what} ({:.0} s so far)", started.elapsed().as_secs_f64());
+        }
+    };
+
+    note("reproduce: every experiment against the seed");
+    let setup = Setup {
+        severity_trials: effort.severity_trials,
+        worst_runs: effort.worst_runs,
+        imm_trials: effort.imm_trials,
+        ..Setup::with_overrides(&[], effort.seed)?
+    };
+    let all: Vec<_> = experiments::ALL.iter().collect();
+    let reproduce = reproduce_cmd::run_experiments(&setup, &all, show);
+
+    note("compare: every controller with and without the filter");
+    let boundary = compare_cmd::default_boundary()?;
+    let duration = run_duration(effort.compare_duration, &boundary)?;
+    let request = CompareRequest {
+        cases: select_cases(&[], duration)?,
+        boundary,
+        policies: Vec::new(),
+        seeds: effort.compare_seeds,
+        exit_trials: 0,
+        curve: true,
+        traces: true,
+    };
+    let cc = request.build()?;
+    let pb = progress::bar(1000, "comparing", show);
+    let t = Instant::now();
+    let compare = compare(&cc, &|f| pb.set_position((f * 1000.0) as u64))?;
+    pb.finish_and_clear();
+    let compare_seconds = t.elapsed().as_secs_f64();
+    let compare = thin_traces(compare, TRACE_POINTS);
+
+    let mut verify = Vec::new();
+    for (name, text) in BOUNDARIES {
+        note(&format!("verify: {name}"));
+        let boundary = Boundary::from_toml(text, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
+        let (report, secs) = verify_cmd::check(verify_request(boundary, &effort)?, name, show)?;
+        verify.push((name.to_string(), report, secs));
+    }
+
+    note("falsify: F10–F19 (F19 measures the live downstream on loopback)");
+    let ids = falsify_cmd::selected(&[])?;
+    let falsify = falsify_cmd::measure(&ids, effort.quick, effort.seed, show);
+
+    Ok(Gathered {
+        effort,
+        reproduce,
+        compare,
+        compare_seconds,
+        verify,
+        falsify,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The compare report with each queue trace cut to the seconds its figure draws and to the
+/// envelope of about `points` points there; only time and queue are kept, which is all the
+/// figures use.
+fn thin_traces(mut r: CompareReport, points: usize) -> CompareReport {
+    for c in &mut r.cases {
+        for t in &mut c.traces {
+            let n = t.t.partition_point(|&x| x <= compare_cmd::TRACE_SECONDS);
+            let (x, y): (Vec<f64>, Vec<f64>) =
+                chart::decimate_to(&t.t[..n], &t.queue[..n.min(t.queue.len())], points).into_iter().unzip();
+            *t = Series { t: x, queue: y, ..Series::default() };
+        }
+    }
+    r
+}
+
+/// The verify request for a boundary on the seed's λ = 80 band, as `safegate verify
+/// --boundary FILE` builds it with the default scenario and nominal.
+fn verify_request(boundary: Boundary, effort: &Effort) -> Result<VerifyRequest> {
+    let origin = "<embedded band-80>";
+    let scenario = Scenario::from_toml(DEFAULT_SCENARIO, origin)?;
+    Ok(VerifyRequest {
+        base: scenario.config(origin)?,
+        gate: scenario.gate.clone(),
+        boundary,
+        nominal: "open".into(),
+        trials: effort.verify_trials,
+        traffic_points: effort.traffic_points,
+        health_points: effort.health_points,
+        seed: effort.seed,
+    })
+}
+
+/// The `--json` summary: per section its counts, then the file.
+fn summary(g: &Gathered, page: &report_html::Page, path: &std::path::Path, bytes: usize) -> serde_json::Value {
+    let rows: Vec<_> = g.reproduce.iter().flat_map(|(r, _)| &r.rows).collect();
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let arms: usize = g.compare.cases.iter().map(|c| c.arms.len()).sum();
+    let found = |v: Finding| g.falsify.criteria.iter().filter(|c| c.verdict == v).count();
+    serde_json::json!({
+        "path": path.display().to_string(),
+        "bytes": bytes,
+        "seconds": g.seconds,
+        "effort": if g.effort.quick { "quick" } else { "standard" },
+        "seed": g.effort.seed,
+        "figures": page.figures,
+        "sections": report_html::SECTIONS.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        "reproduce": {
+            "experiments": g.reproduce.len(),
+            "rows": rows.len(),
+            "pass": count(Verdict::Pass),
+            "fail": count(Verdict::Fail),
+            "info": count(Verdict::Info),
+            "seconds": g.reproduce.iter().map(|(_, s)| s).sum::<f64>(),
+        },
+        "compare": {
+            "cases": g.compare.cases.len(),
+            "arms": arms,
+            "seeds": g.compare.seeds,
+            "seconds": g.compare_seconds,
+        },
+        "verify": g.verify.iter().map(|(name, r, s)| serde_json::json!({
+            "boundary": name, "verdict": r.verdict, "pass": r.pass, "seconds": s,
+        })).collect::<Vec<_>>(),
+        "falsify": {
+            "criteria": g.falsify.criteria.len(),
+            "holds": found(Finding::Holds),
+            "falsified": found(Finding::Falsified),
+            "inconclusive": found(Finding::Inconclusive),
+            "seconds": g.falsify.seconds,
+        },
+    })
+}
