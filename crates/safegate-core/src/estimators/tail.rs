@@ -14,7 +14,7 @@
 //!   for the Generalized Pareto Distribution", Technometrics 35(2), 1993) and tests
 //!   `ξ = 0` against it with the likelihood ratio (`2·ΔLL ~ χ²₁` under the exponential):
 //!   heavy when `ξ̂ > 0` and the ratio exceeds the 1 % critical value 6.63.
-//! - **How heavy?** The Hill estimator ([`super::hill`]) at a `k` chosen where the Hill
+//! - **How heavy?** The Hill estimator ([`super::hill::hill`]) at a `k` chosen where the Hill
 //!   plot is stable ([`stable_k`]), with the asymptotic interval `α̂·(1 ± z/√k)`.
 //!
 //! The Hill estimate alone cannot tell light from heavy: on an exponential sample its
