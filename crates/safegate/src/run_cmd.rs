@@ -8,7 +8,7 @@ use clap::Args;
 use safegate_core::safety::FilterStats;
 use safegate_core::Policy;
 use safegate_sim::variants::{variants, Variant, VariantError};
-use safegate_sim::{Mode, Outcome, RunOptions, Scenario};
+use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
 use crate::progress;
@@ -173,9 +173,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     })?;
 
     let steps = cfg.steps();
-    // A printed series holds at most MAX_SERIES_POINTS samples (a 1e6-s run printed 1.9 GB).
-    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
-    let stride = if args.json { args.every.max(fit) } else { ((steps / 200_000) as usize).max(1) };
+    let stride = if args.json { json_stride(steps, args.every) } else { ((steps / 200_000) as usize).max(1) };
     if args.json && stride > args.every {
         eprintln!(
             "note: the series keeps every {stride}th sample (at most {} points)",
@@ -185,20 +183,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
         || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
     let pb = progress::bar(1000 * variants.len() as u64, "simulating", heavy);
-    let mut reports = Vec::new();
-    for (i, Variant { label, scenario: sc, mut policy }) in variants.into_iter().enumerate() {
-        let base = 1000 * i as u64;
-        let mut cb = |f: f64| pb.set_position(base + (f * 1000.0) as u64);
-        let outcome = safegate_sim::run(
-            sc.run.mode,
-            &cfg,
-            &mut policy,
-            RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
-        )
+    let reports = run_variants(&cfg, variants, stride, &mut |i, f| pb.set_position(1000 * i as u64 + (f * 1000.0) as u64))
         .with_context(|| format!("scenario {origin}"))?;
-        let filter = policy.filter_stats();
-        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter });
-    }
     pb.finish_and_clear();
 
     // The chart goes to --svg, or by default to safegate-run.svg when a table is printed
@@ -214,17 +200,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 
     if args.json {
-        let primary = reports.pop().expect("at least one run");
-        let baseline = reports.pop();
-        let doc = serde_json::json!({
-            "scenario": primary.scenario,
-            "policy": primary.policy,
-            "label": primary.label,
-            "summary": primary.outcome.summary,
-            "series": primary.outcome.series,
-            "baseline": baseline,
-            "chart": chart.as_ref().map(|p| p.display().to_string()),
-        });
+        let doc = json_doc(reports, chart.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         if !overrides.is_empty() {
@@ -237,4 +213,51 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sampling stride of a `--json` series: every `every`-th of `steps` samples, thinned
+/// further so that at most [`MAX_SERIES_POINTS`](safegate_core::limits::MAX_SERIES_POINTS)
+/// are kept (a 1e6-s run printed 1.9 GB).
+pub(crate) fn json_stride(steps: u64, every: usize) -> usize {
+    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
+    every.max(fit)
+}
+
+/// Runs each variant of a scenario on `cfg`, recording every `stride`-th sample; `progress`
+/// hears the variant's index and its fraction done.
+pub(crate) fn run_variants(
+    cfg: &Config,
+    variants: Vec<Variant>,
+    stride: usize,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Vec<RunReport>> {
+    let mut reports = Vec::new();
+    for (i, Variant { label, scenario: sc, mut policy }) in variants.into_iter().enumerate() {
+        let mut cb = |f: f64| progress(i, f);
+        let outcome = safegate_sim::run(
+            sc.run.mode,
+            cfg,
+            &mut policy,
+            RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
+        )?;
+        let filter = policy.filter_stats();
+        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter });
+    }
+    Ok(reports)
+}
+
+/// The document `safegate run --json` prints: the last report is the primary run, the one
+/// before it (if any) its baseline.
+pub(crate) fn json_doc(mut reports: Vec<RunReport>, chart: Option<String>) -> serde_json::Value {
+    let primary = reports.pop().expect("at least one run");
+    let baseline = reports.pop();
+    serde_json::json!({
+        "scenario": primary.scenario,
+        "policy": primary.policy,
+        "label": primary.label,
+        "summary": primary.outcome.summary,
+        "series": primary.outcome.series,
+        "baseline": baseline,
+        "chart": chart,
+    })
 }
