@@ -174,7 +174,7 @@ mod tests {
         let (s, v) = post(vec![b' '; api::MAX_BODY_BYTES + 1]).await;
         assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(v["error"].as_str().unwrap().contains("65536"), "{v}");
-        let (s, v) = post(r#"{"set": {"run.dt": 1e-6}}"#).await;
+        let (s, v) = post(r#"{"set": {"run.dt": 1e-3}}"#).await;
         assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(v["error"].as_str().unwrap().contains("run.duration / run.dt"), "{v}");
     }
