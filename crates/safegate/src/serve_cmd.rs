@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{header, StatusCode};
+use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -93,7 +93,11 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn run_handler(State(state): State<Arc<AppState>>, body: Result<Bytes, BytesRejection>) -> Response {
+async fn run_handler(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let body = match body {
         Ok(b) => b,
         Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
@@ -104,7 +108,12 @@ async fn run_handler(State(state): State<Arc<AppState>>, body: Result<Bytes, Byt
     let Ok(text) = std::str::from_utf8(&body) else {
         return error(StatusCode::BAD_REQUEST, "request body: not UTF-8");
     };
-    let req = match api::parse(text) {
+    let toml = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.trim_start().starts_with("application/toml"));
+    let parsed = if toml { Ok(api::from_toml(text)) } else { api::parse(text) };
+    let req = match parsed {
         Ok(r) => r,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e.message),
     };
@@ -187,5 +196,14 @@ mod tests {
             assert!(v.get(key).is_some(), "{key} missing");
         }
         assert_eq!(v["scenario"]["traffic"]["rate"], 55.0);
+        let req = Request::post("/api/run")
+            .header("content-type", "application/toml")
+            .body(Body::from("name = \"t\"\n[traffic]\nrate = 60\n"))
+            .unwrap();
+        let resp = app().oneshot(req).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::OK);
+        let v: serde_json::Value =
+            serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap();
+        assert_eq!((v["scenario"]["name"].as_str(), v["scenario"]["traffic"]["rate"].as_f64()), (Some("t"), Some(60.0)));
     }
 }

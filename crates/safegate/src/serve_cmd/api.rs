@@ -105,7 +105,13 @@ fn toml_string(s: &str) -> String {
     out
 }
 
-/// Parses a request body into a run request.
+/// A request whose body is a scenario file's text (`Content-Type: application/toml`),
+/// run as it is.
+pub(crate) fn from_toml(body: &str) -> RunRequest {
+    RunRequest { scenario: Some(body.to_string()), ..RunRequest::default() }
+}
+
+/// Parses a JSON request body into a run request (an empty body: every default).
 pub(crate) fn parse(body: &str) -> Result<RunRequest, ApiError> {
     if body.trim().is_empty() {
         return Ok(RunRequest::default());
@@ -151,8 +157,8 @@ fn check_size(scenario: &Scenario, cfg: &Config) -> Result<(), ApiError> {
     let steps = cfg.duration / cfg.dt;
     if steps > MAX_SERVE_STEPS {
         return Err(ApiError::too_large(format!(
-            "run.duration / run.dt = {} / {} = {steps:.0} steps; the server runs at most {MAX_SERVE_STEPS:.0} per request (safegate run has no such limit)",
-            cfg.duration, cfg.dt
+            "run.duration / run.dt = {} / {} = {steps:.0} steps; the server runs at most {MAX_SERVE_STEPS:.0} per request (safegate run allows {:.0e})",
+            cfg.duration, cfg.dt, safegate_core::limits::MAX_STEPS
         )));
     }
     let events = cfg.traffic * cfg.duration;
