@@ -10,7 +10,9 @@
 //! compiled into the binary.
 
 mod api;
+mod live;
 
+use std::collections::HashMap;
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, State};
+use axum::extract::{DefaultBodyLimit, Query, State};
 use axum::http::{header, HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -41,6 +43,8 @@ pub(crate) struct ServeArgs {
 const INDEX_HTML: &str = include_str!("../assets/index.html");
 const APP_CSS: &str = include_str!("../assets/app.css");
 const APP_JS: &str = include_str!("../assets/app.js");
+const LIVE_HTML: &str = include_str!("../assets/live.html");
+const LIVE_JS: &str = include_str!("../assets/live.js");
 const UPLOT_JS: &str = include_str!("../assets/vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../assets/vendor/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../assets/vendor/uplot/LICENSE");
@@ -52,7 +56,11 @@ const CONCURRENT_RUNS: usize = 2;
 struct AppState {
     /// The page, with the registry's policies as the options of its policy menu.
     index: String,
+    /// The live view, with the same menu.
+    live_page: String,
     runs: Semaphore,
+    /// One live run at a time.
+    live: Arc<Semaphore>,
 }
 
 /// The page's policy options: the scenario's gate, then every registry spec.
@@ -68,7 +76,9 @@ fn policy_options() -> String {
 pub(crate) fn app() -> Router {
     let state = Arc::new(AppState {
         index: INDEX_HTML.replace("<!--POLICIES-->", &policy_options()),
+        live_page: LIVE_HTML.replace("<!--POLICIES-->", &policy_options()),
         runs: Semaphore::new(CONCURRENT_RUNS),
+        live: live::slot(),
     });
     let text = |ty: &'static str, body: &'static str| get(move || async move { ([(header::CONTENT_TYPE, ty)], body) });
     Router::new()
@@ -79,6 +89,9 @@ pub(crate) fn app() -> Router {
         .route("/vendor/uplot.css", text("text/css; charset=utf-8", UPLOT_CSS))
         .route("/vendor/uplot.LICENSE", text("text/plain; charset=utf-8", UPLOT_LICENSE))
         .route("/api/run", post(run_handler))
+        .route("/live", get(|State(s): State<Arc<AppState>>| async move { page(s.live_page.clone()) }))
+        .route("/live.js", text("text/javascript; charset=utf-8", LIVE_JS))
+        .route("/api/live/stream", get(live_handler))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -124,6 +137,16 @@ async fn run_handler(
         Ok(Ok(doc)) => ([(header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response(),
         Ok(Err(e)) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("the run failed: {e}")),
+    }
+}
+
+async fn live_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let Ok(permit) = state.live.clone().try_acquire_owned() else {
+        return error(StatusCode::CONFLICT, "a live run is already playing; one at a time");
+    };
+    match live::stream(&query, permit) {
+        Ok(sse) => sse,
+        Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
     }
 }
 
@@ -205,5 +228,56 @@ mod tests {
         let v: serde_json::Value =
             serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap();
         assert_eq!((v["scenario"]["name"].as_str(), v["scenario"]["traffic"]["rate"].as_f64()), (Some("t"), Some(60.0)));
+    }
+
+    async fn get_text(app: Router, uri: &str) -> (StatusCode, String) {
+        let resp = app.oneshot(Request::get(uri).body(Body::empty()).unwrap()).await.unwrap();
+        let status = resp.status();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
+        (status, String::from_utf8(bytes.to_vec()).unwrap())
+    }
+
+    #[tokio::test]
+    async fn a_live_run_out_of_bounds_is_refused_before_it_starts() {
+        let (s, body) = get_text(app(), "/api/live/stream?duration=1000").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("duration = 1000"), "{body}");
+        let (s, body) = get_text(app(), "/api/live/stream?duration=400&speed=2").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("at most 60 wall seconds"), "{body}");
+        let (s, body) = get_text(app(), "/api/live/stream?run=%7B%22policy%22%3A%22nope%22%7D").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("policy: unknown policy"), "{body}");
+    }
+
+    /// Needs redis-server on PATH (`scripts/test` installs it), as `safegate live` does.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_live_run_streams_progress_then_done_one_at_a_time() {
+        let app = app();
+        let uri = "/api/live/stream?duration=6&speed=6&run=%7B%22set%22%3A%7B%22traffic.rate%22%3A80%7D%7D";
+        let first = app.clone().oneshot(Request::get(uri).body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(first.status(), StatusCode::OK);
+        let (s, body) = get_text(app.clone(), uri).await;
+        assert_eq!(s, StatusCode::CONFLICT, "{body}");
+        let bytes = axum::body::to_bytes(first.into_body(), 1 << 24).await.unwrap();
+        let text = String::from_utf8(bytes.to_vec()).unwrap();
+        assert!(text.starts_with("event: start\n"), "{text}");
+        assert!(!text.contains("event: error"), "{text}");
+        let progress: Vec<serde_json::Value> = text
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("event: progress\ndata: "))
+            .map(|d| serde_json::from_str(d).unwrap())
+            .collect();
+        assert!(progress.len() >= 2, "{text}");
+        for p in &progress {
+            let (q, line, margin) = (p["queue"].as_f64().unwrap(), p["line"].as_f64().unwrap(), p["margin"].as_f64().unwrap());
+            assert_eq!((line, margin), (140.0, line - q));
+        }
+        let done = text.split("\n\n").find_map(|e| e.strip_prefix("event: done\ndata: ")).expect("a done event");
+        let done: serde_json::Value = serde_json::from_str(done).unwrap();
+        assert!(done["accounting"]["admitted"].as_u64().unwrap() > 100, "{done}");
+        // The slot is free again once the run has ended.
+        let (s, _) = get_text(app, "/api/live/stream?duration=1000").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
     }
 }

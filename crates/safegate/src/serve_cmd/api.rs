@@ -23,7 +23,7 @@ pub(crate) const MAX_SERVE_EVENTS: f64 = 2_000_000.0;
 /// Largest request body \[bytes\].
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
 /// Where the request's scenario comes from, as errors name it.
-const ORIGIN: &str = "<request>";
+pub(crate) const ORIGIN: &str = "<request>";
 
 /// The body of `POST /api/run`; every field is optional.
 #[derive(Debug, Default, Deserialize)]
@@ -62,7 +62,7 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    fn bad(message: impl Into<String>) -> Self {
+    pub(crate) fn bad(message: impl Into<String>) -> Self {
         Self { status: 400, message: message.into() }
     }
     fn too_large(message: impl Into<String>) -> Self {
@@ -121,11 +121,7 @@ pub(crate) fn parse(body: &str) -> Result<RunRequest, ApiError> {
 
 /// Runs `req` and returns the document `safegate run --json` prints (`chart` is null).
 pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
-    let overrides: Vec<(String, String)> =
-        req.set.iter().map(|(k, v)| Ok((k.clone(), toml_value(k, v)?))).collect::<Result<_, ApiError>>()?;
-    let text = req.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
-    let scenario = Scenario::from_toml_with(text, ORIGIN, &overrides).map_err(|e| ApiError::bad(e.to_string()))?;
-    let cfg = scenario.config(ORIGIN).map_err(|e| ApiError::bad(e.to_string()))?;
+    let (scenario, cfg) = resolve(req)?;
     check_size(&scenario, &cfg)?;
     if req.every == Some(0) || req.points == Some(0) {
         return Err(ApiError::bad("every and points must be at least 1"));
@@ -135,8 +131,7 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
     if let Some(points) = req.points {
         stride = stride.max(steps.div_ceil(points as u64) as usize);
     }
-    let policy = req.policy.as_deref().map(str::trim).filter(|p| *p != "gate");
-    let reports = match policy {
+    let reports = match policy_spec(req)? {
         None => {
             let vs = variants(&scenario, req.baseline).map_err(|e| match e {
                 VariantError::Boundary(_) => ApiError::bad(format!("{ORIGIN} boundary: {e}")),
@@ -144,12 +139,27 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
             })?;
             run_variants(&cfg, vs, stride, &mut |_, _| {}).map_err(|e| ApiError::bad(format!("{e:#}")))?
         }
-        Some(name) => {
-            let spec: PolicySpec = name.parse().map_err(|e| ApiError::bad(format!("policy: {e}")))?;
-            run_policy(&scenario, &cfg, &spec, req.baseline, stride)?
-        }
+        Some(spec) => run_policy(&scenario, &cfg, &spec, req.baseline, stride)?,
     };
     Ok(json_doc(reports, None))
+}
+
+/// The request's scenario with its overrides applied, and its resolved configuration.
+pub(crate) fn resolve(req: &RunRequest) -> Result<(Scenario, Config), ApiError> {
+    let overrides: Vec<(String, String)> =
+        req.set.iter().map(|(k, v)| Ok((k.clone(), toml_value(k, v)?))).collect::<Result<_, ApiError>>()?;
+    let text = req.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
+    let scenario = Scenario::from_toml_with(text, ORIGIN, &overrides).map_err(|e| ApiError::bad(e.to_string()))?;
+    let cfg = scenario.config(ORIGIN).map_err(|e| ApiError::bad(e.to_string()))?;
+    Ok((scenario, cfg))
+}
+
+/// The request's policy: `None` for the scenario's gate, else the registry spec.
+pub(crate) fn policy_spec(req: &RunRequest) -> Result<Option<PolicySpec>, ApiError> {
+    match req.policy.as_deref().map(str::trim).filter(|p| *p != "gate") {
+        None => Ok(None),
+        Some(name) => name.parse().map(Some).map_err(|e| ApiError::bad(format!("policy: {e}"))),
+    }
 }
 
 /// Refuses a run over the serve budgets before anything is simulated.
