@@ -143,6 +143,32 @@ try {
   check(widths.chart <= widths.inner, `narrow screen: chart ends at ${widths.chart} px, viewport ${widths.inner} px`);
   await narrow.screenshot({ path: path.join(artifacts, "narrow-390.png"), fullPage: true });
   await narrow.close();
+
+  // The live view: labels, and a short live run (its own redis-server) streamed to the end.
+  const live = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  await live.goto(url.replace(/\/?$/, "/live"), { waitUntil: "load" });
+  const liveUnlabelled = await live.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => !el.labels || el.labels.length === 0)
+      .map((el) => el.id || el.outerHTML.slice(0, 60)),
+  );
+  check(liveUnlabelled.length === 0, `live view: controls without a label: ${liveUnlabelled.join(", ")}`);
+  await live.fill("#duration", "10");
+  await live.fill("#speed", "5");
+  const liveStarted = Date.now();
+  await live.click("#start");
+  await live.waitForFunction(
+    () => /^done|error/.test(document.getElementById("status").className + document.getElementById("status").textContent),
+    null,
+    { timeout: 20000 },
+  );
+  const liveStatus = await live.textContent("#status");
+  const livePoints = await live.evaluate(() => document.querySelectorAll("#summary div").length);
+  out.live = { status: liveStatus, seconds: (Date.now() - liveStarted) / 1000 };
+  check(liveStatus.startsWith("done"), `live view: the run did not finish: ${liveStatus}`);
+  check(livePoints > 0, "live view: no progress shown");
+  await live.screenshot({ path: path.join(artifacts, "live-done.png") });
+  await live.close();
 } finally {
   await browser.close();
 }
