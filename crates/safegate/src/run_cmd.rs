@@ -183,8 +183,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
         || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
     let pb = progress::bar(1000 * variants.len() as u64, "simulating", heavy);
-    let reports = run_variants(&cfg, variants, stride, &mut |i, f| pb.set_position(1000 * i as u64 + (f * 1000.0) as u64))
-        .with_context(|| format!("scenario {origin}"))?;
+    let reports =
+        run_variants(&cfg, variants, stride, &mut |i, f| pb.set_position(1000 * i as u64 + (f * 1000.0) as u64))
+            .with_context(|| format!("scenario {origin}"))?;
     pb.finish_and_clear();
 
     // The chart goes to --svg, or by default to safegate-run.svg when a table is printed

@@ -4,6 +4,8 @@
 //! ```text
 //!   browser ──GET /──────────────▶ index.html, app.css, app.js, vendored uPlot (embedded)
 //!           ──POST /api/run {set}─▶ api::run ─▶ safegate_sim::run ─▶ `run --json`'s document
+//!           ──GET /api/live/stream─▶ live::stream ─▶ safegate_live::run::run (own redis-server)
+//!                                     ◀── server-sent events: start, progress…, done | error
 //! ```
 //!
 //! No build step and nothing fetched at run time: the page, its script and uPlot are
@@ -227,7 +229,10 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::OK);
         let v: serde_json::Value =
             serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap()).unwrap();
-        assert_eq!((v["scenario"]["name"].as_str(), v["scenario"]["traffic"]["rate"].as_f64()), (Some("t"), Some(60.0)));
+        assert_eq!(
+            (v["scenario"]["name"].as_str(), v["scenario"]["traffic"]["rate"].as_f64()),
+            (Some("t"), Some(60.0))
+        );
     }
 
     async fn get_text(app: Router, uri: &str) -> (StatusCode, String) {
@@ -270,7 +275,8 @@ mod tests {
             .collect();
         assert!(progress.len() >= 2, "{text}");
         for p in &progress {
-            let (q, line, margin) = (p["queue"].as_f64().unwrap(), p["line"].as_f64().unwrap(), p["margin"].as_f64().unwrap());
+            let (q, line, margin) =
+                (p["queue"].as_f64().unwrap(), p["line"].as_f64().unwrap(), p["margin"].as_f64().unwrap());
             assert_eq!((line, margin), (140.0, line - q));
         }
         let done = text.split("\n\n").find_map(|e| e.strip_prefix("event: done\ndata: ")).expect("a done event");

@@ -4,8 +4,8 @@
 //! `docs/serve.md §The browser test`).
 //!
 //! Needs node, Chromium (`/usr/bin/chromium` or `SAFEGATE_CHROMIUM`) and playwright-core
-//! in `<target>/browser-test/node_modules` (or `SAFEGATE_NODE_MODULES`); `scripts/test`
-//! installs the missing ones. Without them this test fails and says what to install: a
+//! in `<target>/browser-test/node_modules` (or `SAFEGATE_NODE_MODULES`), and redis-server
+//! for the live view's run; `scripts/test` installs the missing ones. Without them this test fails and says what to install: a
 //! browser check that silently passes would check nothing.
 
 use std::io::{BufRead, BufReader};

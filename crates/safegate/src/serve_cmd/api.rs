@@ -189,7 +189,8 @@ fn run_policy(
     baseline: bool,
     stride: usize,
 ) -> Result<Vec<RunReport>, ApiError> {
-    let build = || safegate_sim::compare::policies::build_spec(spec, cfg).map_err(|e| ApiError::bad(format!("policy: {e}")));
+    let build =
+        || safegate_sim::compare::policies::build_spec(spec, cfg).map_err(|e| ApiError::bad(format!("policy: {e}")));
     let opts = |stride| RunOptions { record_every: Some(stride), progress: None };
     let run = |policy: &mut dyn Policy| {
         safegate_sim::run(scenario.run.mode, cfg, policy, opts(stride)).map_err(|e| ApiError::bad(e.to_string()))
@@ -204,10 +205,12 @@ fn run_policy(
     let mut plain = build()?;
     let mut out = Vec::new();
     if let Some(b) = &scenario.boundary {
-        let safety = b.safety_config(scenario.model.capacity).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
+        let safety =
+            b.safety_config(scenario.model.capacity).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
         let outcome = run(&mut *plain)?;
         out.push(report(spec.to_string(), plain.name(), outcome, None));
-        let mut filter = SafetyFilter::new(safety, build()?).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
+        let mut filter =
+            SafetyFilter::new(safety, build()?).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
         let outcome = run(&mut filter)?;
         let name = b.name.clone().unwrap_or_else(|| "boundary".into());
         out.push(report(format!("{spec}, filtered ({name})"), filter.name(), outcome, Some(*filter.stats())));

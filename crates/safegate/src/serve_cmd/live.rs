@@ -90,10 +90,7 @@ fn json_event(name: &str, v: &serde_json::Value) -> Event {
 }
 
 /// Starts the run on its own thread (holding `permit` until it ends) and streams it.
-pub(crate) fn stream(
-    query: &HashMap<String, String>,
-    permit: OwnedSemaphorePermit,
-) -> Result<Response, ApiError> {
+pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
     let (run, policy, line) = parse(query)?;
     let (tx, rx) = mpsc::unbounded_channel();
     let _ = tx.send(json_event(
