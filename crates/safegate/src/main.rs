@@ -28,6 +28,7 @@ mod reproduce_cmd;
 mod run_cmd;
 mod run_render;
 mod run_verdict;
+mod serve_cmd;
 mod verify_cmd;
 
 /// Admission control whose safety is a reviewable boundary.
@@ -83,6 +84,9 @@ enum Command {
     /// One gate of a fleet (started by `safegate fleet`).
     #[command(hide = true)]
     FleetGate(fleet_cmd::FleetGateArgs),
+    /// A local page whose controls drive the simulator (chart redrawn as they move), and
+    /// its JSON API: `POST /api/run`.
+    Serve(serve_cmd::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -102,6 +106,7 @@ fn main() -> ExitCode {
         Some(Command::Fleet(args)) => fleet_cmd::run(&args),
         Some(Command::Report(args)) => report_cmd::run(&args),
         Some(Command::FleetGate(args)) => fleet_cmd::gate(&args),
+        Some(Command::Serve(args)) => serve_cmd::run(&args),
         // No command: `safegate run` with the flags given.
         None => run_cmd::run(&cli.run),
     };

@@ -9,7 +9,7 @@ use safegate_core::boundary::Boundary;
 use safegate_core::safety::FilterStats;
 use safegate_core::Policy;
 use safegate_sim::variants::{arms, variants, Variant, VariantError};
-use safegate_sim::{Mode, Outcome, RunOptions, Scenario};
+use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
 use crate::progress;
@@ -216,9 +216,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let line = theta * cfg.pool.capacity;
 
     let steps = cfg.steps();
-    // A printed series holds at most MAX_SERIES_POINTS samples (a 1e6-s run printed 1.9 GB).
-    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
-    let stride = if args.json { args.every.max(fit) } else { ((steps / 200_000) as usize).max(1) };
+    let stride = if args.json { json_stride(steps, args.every) } else { ((steps / 200_000) as usize).max(1) };
     if args.json && stride > args.every {
         eprintln!(
             "note: the series keeps every {stride}th sample (at most {} points)",
@@ -228,21 +226,9 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
         || (scenario.run.mode == Mode::Stochastic && cfg.duration * cfg.traffic >= 2e6);
     let pb = progress::bar(1000 * variants.len() as u64, "simulating", heavy);
-    let mut reports = Vec::new();
-    for (i, Variant { label, scenario: sc, mut policy }) in variants.into_iter().enumerate() {
-        let base = 1000 * i as u64;
-        let mut cb = |f: f64| pb.set_position(base + (f * 1000.0) as u64);
-        let outcome = safegate_sim::run(
-            sc.run.mode,
-            &cfg,
-            &mut policy,
-            RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
-        )
-        .with_context(|| format!("scenario {origin}"))?;
-        let filter = policy.filter_stats();
-        let verdict = verdict(&cfg, &outcome, line);
-        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter, verdict });
-    }
+    let reports =
+        run_variants(&cfg, variants, stride, line, &mut |i, f| pb.set_position(1000 * i as u64 + (f * 1000.0) as u64))
+            .with_context(|| format!("scenario {origin}"))?;
     pb.finish_and_clear();
 
     // The chart goes to --svg, or by default to safegate-run.svg when a table is printed
@@ -258,31 +244,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     }
 
     if args.json {
-        let arms: Vec<serde_json::Value> = reports
-            .iter()
-            .map(|r| {
-                serde_json::json!({
-                    "label": r.label,
-                    "policy": r.policy,
-                    "summary": r.outcome.summary,
-                    "filter": r.filter,
-                    "verdict": r.verdict,
-                })
-            })
-            .collect();
-        // The last run is the primary, the first (when there are more) its baseline.
-        let primary = reports.pop().expect("at least one run");
-        let baseline = (!reports.is_empty()).then(|| reports.swap_remove(0));
-        let doc = serde_json::json!({
-            "scenario": primary.scenario,
-            "policy": primary.policy,
-            "label": primary.label,
-            "summary": primary.outcome.summary,
-            "series": primary.outcome.series,
-            "baseline": baseline,
-            "arms": arms,
-            "chart": chart.as_ref().map(|p| p.display().to_string()),
-        });
+        let doc = json_doc(reports, chart.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         if !overrides.is_empty() {
@@ -304,4 +266,67 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The sampling stride of a `--json` series: every `every`-th of `steps` samples, thinned
+/// further so that at most [`MAX_SERIES_POINTS`](safegate_core::limits::MAX_SERIES_POINTS)
+/// are kept (a 1e6-s run printed 1.9 GB).
+pub(crate) fn json_stride(steps: u64, every: usize) -> usize {
+    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
+    every.max(fit)
+}
+
+/// Runs each variant of a scenario on `cfg`, recording every `stride`-th sample, each with
+/// its verdict against the safe line `line` (θ·cap); `progress` hears the variant's index
+/// and its fraction done.
+pub(crate) fn run_variants(
+    cfg: &Config,
+    variants: Vec<Variant>,
+    stride: usize,
+    line: f64,
+    progress: &mut dyn FnMut(usize, f64),
+) -> Result<Vec<RunReport>> {
+    let mut reports = Vec::new();
+    for (i, Variant { label, scenario: sc, mut policy }) in variants.into_iter().enumerate() {
+        let mut cb = |f: f64| progress(i, f);
+        let outcome = safegate_sim::run(
+            sc.run.mode,
+            cfg,
+            &mut policy,
+            RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
+        )?;
+        let filter = policy.filter_stats();
+        let verdict = verdict(cfg, &outcome, line);
+        reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter, verdict });
+    }
+    Ok(reports)
+}
+
+/// The document `safegate run --json` prints: every run under `arms` with its verdict; the
+/// last run is the primary, the first (when there are more) its baseline.
+pub(crate) fn json_doc(mut reports: Vec<RunReport>, chart: Option<String>) -> serde_json::Value {
+    let arms: Vec<serde_json::Value> = reports
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "label": r.label,
+                "policy": r.policy,
+                "summary": r.outcome.summary,
+                "filter": r.filter,
+                "verdict": r.verdict,
+            })
+        })
+        .collect();
+    let primary = reports.pop().expect("at least one run");
+    let baseline = (!reports.is_empty()).then(|| reports.swap_remove(0));
+    serde_json::json!({
+        "scenario": primary.scenario,
+        "policy": primary.policy,
+        "label": primary.label,
+        "summary": primary.outcome.summary,
+        "series": primary.outcome.series,
+        "baseline": baseline,
+        "arms": arms,
+        "chart": chart,
+    })
 }

@@ -1,0 +1,139 @@
+//! `GET /api/live/stream`: one `safegate live` run (its own redis-server, the emulated
+//! downstream) streamed as server-sent events. See `docs/serve.md §The live view`.
+//!
+//! The run plays on a thread of its own with a current-thread runtime, as `safegate live`
+//! does; its progress callbacks (four a second) become `progress` events on a channel the
+//! response body drains. One run at a time; a bounded wall time.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse as _, Response};
+use safegate_core::Policy as _;
+use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveRun, Progress, RedisTarget};
+use safegate_sim::variants::variants;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
+
+use super::api::{self, ApiError, ORIGIN};
+
+/// Longest live run \[wall seconds\] (`duration / speed`).
+pub(crate) const MAX_LIVE_WALL_SECONDS: f64 = 60.0;
+/// Longest live run \[model seconds\].
+pub(crate) const MAX_LIVE_DURATION: f64 = 400.0;
+
+/// The response body: the events the run's thread sends, until it ends.
+#[derive(Debug)]
+pub(crate) struct Events(mpsc::UnboundedReceiver<Event>);
+
+impl futures_core::Stream for Events {
+    type Item = Result<Event, Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.0.poll_recv(cx).map(|e| e.map(Ok))
+    }
+}
+
+/// A live run as the query asks for it: `run` (the JSON of `POST /api/run`: `scenario`,
+/// `set`, `policy`), `duration` \[model s\] and `speed` (model seconds per wall second).
+fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy, f64), ApiError> {
+    let req = api::parse(query.get("run").map_or("", String::as_str))?;
+    let number = |key: &str, default: f64| -> Result<f64, ApiError> {
+        query.get(key).map_or(Ok(default), |v| {
+            v.trim().parse::<f64>().map_err(|_| ApiError::bad(format!("{key}: {v:?} is not a number")))
+        })
+    };
+    let duration = number("duration", 60.0)?;
+    let speed = number("speed", 10.0)?;
+    if !(duration > 0.0 && duration <= MAX_LIVE_DURATION) {
+        return Err(ApiError::bad(format!("duration = {duration}: allowed (0, {MAX_LIVE_DURATION}] model seconds")));
+    }
+    if !(speed >= 1.0 && duration / speed <= MAX_LIVE_WALL_SECONDS) {
+        return Err(ApiError::bad(format!(
+            "speed = {speed}: at least 1, and duration / speed at most {MAX_LIVE_WALL_SECONDS} wall seconds"
+        )));
+    }
+    let (mut scenario, _) = api::resolve(&req)?;
+    scenario.run.duration = duration;
+    let cfg = scenario.config(ORIGIN).map_err(|e| ApiError::bad(e.to_string()))?;
+    let policy = match api::policy_spec(&req)? {
+        None => {
+            let v = variants(&scenario, false).map_err(|e| ApiError::bad(format!("{ORIGIN}: {e}")))?;
+            LivePolicy::from(v.into_iter().next_back().ok_or_else(|| ApiError::bad("no policy"))?.policy)
+        }
+        Some(spec) => LivePolicy::from_spec(&spec, &cfg, scenario.boundary.as_ref())
+            .map_err(|e| ApiError::bad(format!("policy: {e}")))?,
+    };
+    let line = scenario.gate.threshold * cfg.pool.capacity;
+    let opts = LiveOptions {
+        speed,
+        redis: RedisTarget::Own,
+        namespace: "safegate-serve".into(),
+        metrics: None,
+        downstream: DownstreamTarget::Emulated,
+        retry: None,
+        timeout: 30.0,
+        heartbeat: Duration::from_secs(1),
+        executors: true,
+        scrape_every: None,
+    };
+    opts.check().map_err(|e| ApiError::bad(e.to_string()))?;
+    Ok((LiveRun { cfg, opts }, policy, line))
+}
+
+fn json_event(name: &str, v: &serde_json::Value) -> Event {
+    Event::default().event(name).data(v.to_string())
+}
+
+/// Starts the run on its own thread (holding `permit` until it ends) and streams it.
+pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
+    let (run, policy, line) = parse(query)?;
+    let (tx, rx) = mpsc::unbounded_channel();
+    let _ = tx.send(json_event(
+        "start",
+        &serde_json::json!({
+            "policy": policy.name(), "duration": run.cfg.duration, "speed": run.opts.speed,
+            "capacity": run.cfg.pool.capacity, "line": line, "traffic": run.cfg.traffic,
+        }),
+    ));
+    std::thread::spawn(move || {
+        let _permit = permit;
+        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = tx.send(json_event("error", &serde_json::json!({ "error": format!("runtime: {e}") })));
+                return;
+            }
+        };
+        let mut on_progress = |p: &Progress| {
+            let q = p.queue as f64;
+            let _ = tx.send(json_event(
+                "progress",
+                &serde_json::json!({
+                    "t": p.t, "queue": q, "line": line,
+                    // h = θ·cap − q: positive inside the safe set, in requests.
+                    "margin": line - q,
+                    "admit": p.admit, "limit": p.concurrency, "accounting": p.acc,
+                }),
+            ));
+        };
+        let result = rt.block_on(safegate_live::run::run(&run, policy, &mut on_progress));
+        let _ = match result {
+            Ok(report) => tx.send(json_event(
+                "done",
+                &serde_json::json!({ "summary": report.summary, "accounting": report.accounting, "policy": report.policy }),
+            )),
+            Err(e) => tx.send(json_event("error", &serde_json::json!({ "error": e.to_string() }))),
+        };
+    });
+    Ok(Sse::new(Events(rx)).keep_alive(KeepAlive::default()).into_response())
+}
+
+/// The single live-run slot.
+pub(crate) fn slot() -> Arc<tokio::sync::Semaphore> {
+    Arc::new(tokio::sync::Semaphore::new(1))
+}
