@@ -10,12 +10,11 @@ use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
-use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse as _, Response};
 use safegate_core::Policy as _;
-use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveRun, Progress, RedisTarget};
+use safegate_live::run::{LiveOptions, LivePolicy, LiveRun, Progress};
 use safegate_sim::variants::variants;
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
@@ -69,18 +68,8 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy, f64), 
             .map_err(|e| ApiError::bad(format!("policy: {e}")))?,
     };
     let line = scenario.gate.threshold * cfg.pool.capacity;
-    let opts = LiveOptions {
-        speed,
-        redis: RedisTarget::Own,
-        namespace: "safegate-serve".into(),
-        metrics: None,
-        downstream: DownstreamTarget::Emulated,
-        retry: None,
-        timeout: 30.0,
-        heartbeat: Duration::from_secs(1),
-        executors: true,
-        scrape_every: None,
-    };
+    // Its own redis-server, the emulated downstream, executors in this process: the defaults.
+    let opts = LiveOptions { speed, namespace: "safegate-serve".into(), ..LiveOptions::default() };
     opts.check().map_err(|e| ApiError::bad(e.to_string()))?;
     Ok((LiveRun { cfg, opts }, policy, line))
 }
