@@ -200,13 +200,16 @@ pub(crate) fn render_chart(
     for (i, r) in reports.iter().enumerate() {
         let Some(series) = &r.outcome.series else { continue };
         let color = chart::PALETTE[i % chart::PALETTE.len()];
-        queue.push(Line { name: r.label.clone(), color, x: series.t.clone(), y: series.queue.clone(), dashed: false });
+        // Beyond two runs, every other one is dashed: runs that nearly coincide (the filter
+        // with and without the concurrency cap) stay told apart.
+        let dashed = i >= 2 && i % 2 == 1;
+        queue.push(Line { name: r.label.clone(), color, x: series.t.clone(), y: series.queue.clone(), dashed });
         admit.push(Line {
             name: r.label.clone(),
             color,
             x: series.t.clone(),
             y: series.admit_fraction.clone(),
-            dashed: false,
+            dashed,
         });
         health.get_or_insert_with(|| Line {
             name: "health H(t)".into(),
