@@ -169,6 +169,9 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let (label, policy) = make()?;
     // The same scenario and policy in the stochastic simulator, for the side-by-side
     // column (milliseconds beside a live run's seconds).
+    // The verdicts' safe line: the scenario's boundary θ when it has one, else the gate's.
+    let line =
+        variant.scenario.boundary.as_ref().map_or(scenario.gate.threshold, |b| b.barrier.threshold) * cfg.pool.capacity;
     let sim = if args.no_sim {
         None
     } else {
@@ -186,9 +189,9 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             label: format!("model: {label}"),
             policy: p.name(),
             scenario: variant.scenario.clone(),
+            verdict: crate::run_verdict::verdict(&cfg, &out, line),
             outcome: out,
             filter: p.filter_stats(),
-            verdict: None,
         })
     };
     let retry = match (args.retry_probability, args.retry_budget) {
@@ -267,6 +270,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         filter: report.filter,
         verdict: None,
     };
+    let run_report = RunReport { verdict: crate::run_verdict::verdict(&cfg, &run_report.outcome, line), ..run_report };
     let mode = if args.no_sim {
         format!("live on Redis at {}× speed", report.speed)
     } else {
@@ -282,14 +286,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     columns.push(run_report);
     let run_report = columns.last().expect("the live column");
     if let Some(path) = &chart {
-        let svg = render_chart(
-            "safegate live",
-            &mode,
-            &scenario,
-            &cfg,
-            scenario.gate.threshold * cfg.pool.capacity,
-            &columns,
-        );
+        let svg = render_chart("safegate live", &mode, &scenario, &cfg, line, &columns);
         std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
     }
     if let (Some(path), Some(text)) = (&args.scrapes, &report.scrapes) {
@@ -304,11 +301,13 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             "label": run_report.label,
             "report": report,
             "model": sim_json,
+            "verdicts": columns.iter().map(|r| serde_json::json!({ "label": r.label, "verdict": r.verdict })).collect::<Vec<_>>(),
             "chart": chart.as_ref().map(|p| p.display().to_string()),
         });
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         print!("{}", render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
+        print!("{}", crate::run_verdict::verdict_block(&columns));
         print!("{}", render_accounting(&report));
         if let Some(path) = &chart {
             println!("chart: {}", path.display());

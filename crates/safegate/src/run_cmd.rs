@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::progress;
 use crate::run_render::{mode_text, render_chart, render_table};
-use crate::run_verdict::{verdict, verdict_line, Verdict};
+use crate::run_verdict::{verdict, verdict_block, Verdict};
 
 /// The embedded default scenario: the seed's λ = 80 band.
 pub(crate) const DEFAULT_SCENARIO: &str = include_str!("../../../scenarios/band-80.toml");
@@ -252,15 +252,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             println!("overrides (the description above them is the file's): {}", list.join(", "));
         }
         print!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
-        if reports.iter().any(|r| r.verdict.is_some()) {
-            println!("verdicts (goodput = cleared / duration; physical limit = what an ideal pool clearing H(t)·C·s from the same backlog would clear):");
-        }
-        let w = reports.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
-        for r in &reports {
-            if let Some(v) = &r.verdict {
-                println!("  {:w$}  {}", r.label, verdict_line(v));
-            }
-        }
+        print!("{}", verdict_block(&reports));
         if let Some(path) = &chart {
             println!("chart: {}", path.display());
         }

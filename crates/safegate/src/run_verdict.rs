@@ -80,6 +80,24 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
     )
 }
 
+/// The verdict lines of `reports` (those that have one), under their heading; empty when
+/// none has a verdict.
+pub(crate) fn verdict_block(reports: &[crate::run_cmd::RunReport]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if !reports.iter().any(|r| r.verdict.is_some()) {
+        return o;
+    }
+    o.push_str("verdicts (goodput = cleared / duration; physical limit = what an ideal pool clearing H(t)·C·s from the same backlog would clear):\n");
+    let w = reports.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+    for r in reports {
+        if let Some(v) = &r.verdict {
+            let _ = writeln!(o, "  {:w$}  {}", r.label, verdict_line(v));
+        }
+    }
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use safegate_sim::{RunOptions, Scenario};

@@ -49,6 +49,13 @@ fn a_short_live_run_reports_the_books_as_json() {
     assert!(r["series"]["queue"].as_array().unwrap().len() > 300);
     assert!(r["summary"]["mean_sojourn"].as_f64().unwrap() > 0.0);
     assert!(v["chart"].is_null(), "--json writes no chart unless asked");
+    // A verdict for the model's column and the live one, as `safegate run` gives.
+    let verdicts = v["verdicts"].as_array().unwrap();
+    assert_eq!(verdicts.len(), 2, "{v}");
+    for x in verdicts {
+        let g = x["verdict"]["goodput"].as_f64().unwrap();
+        assert!(g > 10.0 && g <= x["verdict"]["physical_limit"].as_f64().unwrap() * 1.05, "{x}");
+    }
     let _ = std::fs::remove_dir_all(&dir);
 }
 
