@@ -260,10 +260,17 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
     if tel.len() < 2 {
         return Err(err("fewer than two rows".into()));
     }
-    let capacity = opts.capacity.or(tel.capacity).ok_or_else(|| {
+    // Requests in flight are bounded by the published limit: its largest value is their
+    // capacity when nothing else says.
+    let in_flight_cap = match (tel.signal, &tel.limit) {
+        (Some(Signal::InFlight), Some(l)) => Some(l.iter().copied().fold(0.0, f64::max)).filter(|c| *c > 0.0),
+        _ => None,
+    };
+    let capacity = opts.capacity.or(tel.capacity).or(in_flight_cap).ok_or_else(|| {
         err(format!(
-            "the {}'s capacity is unknown: pass --capacity Q (or add a `capacity` column / the safegate_backlog_bound metric)",
-            tel.signal.unwrap_or(Signal::Queue).name()
+            "the {}'s capacity is unknown: pass --capacity Q (or add a `capacity` column / the safegate_backlog_bound metric{})",
+            tel.signal.unwrap_or(Signal::Queue).name(),
+            if tel.signal == Some(Signal::InFlight) { ", or a `limit` column" } else { "" }
         ))
     })?;
     let line = opts.threshold * capacity;

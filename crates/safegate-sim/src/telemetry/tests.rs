@@ -166,6 +166,9 @@ fn the_check_needs_a_capacity_and_sane_options() {
     ] {
         assert!(check(&t, &bad, "t.csv").is_err(), "{bad:?}");
     }
+    // Requests in flight against the largest published limit, when nothing else says.
+    let (f, _) = parse("f.csv", "time,in_flight,limit\n0,1,4\n1,2,8\n").unwrap();
+    assert_eq!(check(&f, &CheckOptions::default(), "f.csv").unwrap().margin.capacity, 8.0);
     // Two rows: no verdict on zero evidence.
     let r = check(&t, &CheckOptions { capacity: Some(10.0), ..CheckOptions::default() }, "t.csv").unwrap();
     assert_eq!(r.exits.verdict, safegate_core::stats::Verdict::NotEstablished);
