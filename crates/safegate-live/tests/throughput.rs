@@ -6,15 +6,8 @@ use std::time::Duration;
 use safegate_live::throughput::{f19, measure, F19Fit, Options, Verdict};
 use safegate_live::LiveError;
 
-/// One quick run (about 4 s): the curve, the fits and the verdict.
-///
-/// Tolerances: each tail level counts a few hundred completions, so `ln X` carries about 5 %
-/// of Poisson noise and the slope over n ≥ 8 about 0.03; the HTTP round trip lowers the
-/// in-service count by under 1 % past the knee. ±0.25 on the exponent is several standard
-/// errors plus that bias, on a shared 2-core machine.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_quick_measurement_recovers_a_1_over_n_tail() {
-    let r = f19(&Options::quick()).await.expect("measured and fitted");
+/// What a run measured, for `--nocapture`: the evidence, each level, the verdict.
+fn show(r: &F19Fit) {
     for line in &r.evidence {
         eprintln!("{line}");
     }
@@ -25,6 +18,18 @@ async fn the_quick_measurement_recovers_a_1_over_n_tail() {
         );
     }
     eprintln!("{}: {} ({:.1} s)", r.verdict.label(), r.reason, r.wall_seconds);
+}
+
+/// One quick run (about 4 s): the curve, the fits and the verdict.
+///
+/// Tolerances: each tail level counts a few hundred completions, so `ln X` carries about 5 %
+/// of Poisson noise and the slope over n ≥ 8 about 0.03; the HTTP round trip lowers the
+/// in-service count by under 1 % past the knee. ±0.25 on the exponent is several standard
+/// errors plus that bias, on a shared 2-core machine.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_quick_measurement_recovers_a_1_over_n_tail() {
+    let r = f19(&Options::quick()).await.expect("measured and fitted");
+    show(&r);
     assert_eq!(r.curve.levels.len(), 10);
     assert!(r.wall_seconds < 10.0, "{} s", r.wall_seconds);
 
@@ -79,16 +84,7 @@ async fn two_levels_cannot_be_fitted_and_bad_options_are_refused() {
 #[ignore]
 async fn the_default_measurement_for_the_docs() {
     let r = f19(&Options::default()).await.expect("measured and fitted");
-    for line in &r.evidence {
-        eprintln!("{line}");
-    }
-    for l in &r.curve.levels {
-        eprintln!(
-            "n = {:>2} (in service {:.2}): X = {:.2} req/s over {} completions at {:.1}×",
-            l.clients, l.in_service, l.throughput, l.completions, l.speed
-        );
-    }
-    eprintln!("{}: {} ({:.1} s)", r.verdict.label(), r.reason, r.wall_seconds);
+    show(&r);
     println!("{}", serde_json::to_string(&r).unwrap());
     let tail = r.measured.tail.expect("nine levels past 2C");
     assert!((tail.exponent - 2.0).abs() <= 0.25, "{tail:?}");

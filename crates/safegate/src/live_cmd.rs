@@ -262,15 +262,15 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     if tty {
         eprintln!();
     }
+    let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
     let run_report = RunReport {
         label: format!("live: {label}"),
         policy: report.policy,
         scenario: variant.scenario.clone(),
-        outcome: Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) },
+        verdict: crate::run_verdict::verdict(&cfg, &outcome, line),
+        outcome,
         filter: report.filter,
-        verdict: None,
     };
-    let run_report = RunReport { verdict: crate::run_verdict::verdict(&cfg, &run_report.outcome, line), ..run_report };
     let mode = if args.no_sim {
         format!("live on Redis at {}× speed", report.speed)
     } else {

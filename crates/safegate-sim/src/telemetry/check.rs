@@ -279,11 +279,18 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
     let exits = exit_check(tel, opts, &runs);
     let excursions = excursion_stats(tel, &runs, capacity, line);
     let severity = severity(tel, opts, capacity, line, &excursions);
-    let draft = draft(tel, opts, capacity, &severity);
-    let feasibility = feasibility(tel, &draft);
+    let seen = Seen::of(tel);
+    let draft = draft(tel, opts, capacity, &severity, &seen);
+    let feasibility = feasibility(tel, &draft, &seen);
     let draft_text = draft_text(&draft, &excursions, &exits, &feasibility);
-    let findings =
-        vec![baseline_drift(tel), stuck_limit(tel), retry_storm(tel, opts), oscillation(tel), heavy_tail(&excursions)];
+    let offered = seen.offered.as_deref();
+    let findings = vec![
+        baseline_drift(tel),
+        stuck_limit(tel, offered),
+        retry_storm(tel, opts, offered),
+        oscillation(tel),
+        heavy_tail(&excursions),
+    ];
     Ok(CheckReport {
         rows: tel.len(),
         columns: tel.columns(),
@@ -484,7 +491,7 @@ fn severity(tel: &Telemetry, opts: &CheckOptions, capacity: f64, line: f64, ex: 
 }
 
 /// The draft boundary: the options, the capacity, ρ, and the envelope the data cover.
-fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) -> Boundary {
+fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity, seen: &Seen) -> Boundary {
     let mut b = Boundary {
         name: Some("draft".into()),
         description: Some("drafted by safegate boundary check; edit, then safegate verify --boundary".into()),
@@ -499,9 +506,9 @@ fn draft(tel: &Telemetry, opts: &CheckOptions, capacity: f64, sev: &Severity) ->
         rho: sev.rho.min(safegate_core::filter::constraint::MAX_RHO),
         ..Default::default()
     });
-    let (traffic, health) = envelope(tel);
+    let traffic = seen.traffic();
     b.envelope.traffic = [traffic[0].floor(), traffic[1].ceil().max(traffic[0].floor() + 1.0)];
-    if tel.health.is_some() {
+    if let (true, Some(health)) = (tel.health.is_some(), seen.health) {
         b.envelope.health = [(health[0] * 100.0).floor() / 100.0, (health[1] * 100.0).ceil() / 100.0];
     }
     b
@@ -529,13 +536,34 @@ fn quantile(v: &[f64], p: f64) -> f64 {
     *x
 }
 
-/// The envelope seen: traffic between its 1st and 99th percentiles, health's range.
-fn envelope(tel: &Telemetry) -> ([f64; 2], [f64; 2]) {
-    let traffic = traffic(tel).map_or([0.0, 0.0], |v| [quantile(&v, 0.01), quantile(&v, 0.99)]);
-    let health = tel.health.as_ref().map_or([1.0, 1.0], |h| {
-        [h.iter().copied().fold(f64::INFINITY, f64::min), h.iter().copied().fold(f64::NEG_INFINITY, f64::max)]
-    });
-    (traffic, health)
+/// What several steps read of the data, derived once: the offered traffic per row, its
+/// percentiles (1st, 25th, 50th, 75th, 99th: the envelope's edges and the feasibility
+/// bins), and health's range.
+struct Seen {
+    offered: Option<Vec<f64>>,
+    traffic_q: [f64; 5],
+    health: Option<[f64; 2]>,
+}
+
+impl Seen {
+    fn of(tel: &Telemetry) -> Self {
+        let offered = traffic(tel);
+        let traffic_q = offered.as_ref().map_or([0.0; 5], |v| {
+            let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
+            s.sort_unstable_by(f64::total_cmp);
+            [0.01f64, 0.25, 0.5, 0.75, 0.99]
+                .map(|p| s.get(((p * s.len().saturating_sub(1) as f64).round()) as usize).copied().unwrap_or(f64::NAN))
+        });
+        let health = tel.health.as_ref().map(|h| {
+            [h.iter().copied().fold(f64::INFINITY, f64::min), h.iter().copied().fold(f64::NEG_INFINITY, f64::max)]
+        });
+        Seen { offered, traffic_q, health }
+    }
+
+    /// The envelope's traffic: between the 1st and 99th percentiles.
+    fn traffic(&self) -> [f64; 2] {
+        [self.traffic_q[0], self.traffic_q[4]]
+    }
 }
 
 fn draft_text(b: &Boundary, ex: &Excursions, exits: &ExitCheck, feas: &Feasibility) -> String {
@@ -552,13 +580,13 @@ fn draft_text(b: &Boundary, ex: &Excursions, exits: &ExitCheck, feas: &Feasibili
     o
 }
 
-fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
-    let (traffic_env, health_env) = envelope(tel);
+fn feasibility(tel: &Telemetry, b: &Boundary, seen: &Seen) -> Feasibility {
+    let health_env = seen.health.unwrap_or([1.0, 1.0]);
     let mut out = Feasibility {
         checked: false,
         reason: String::new(),
-        traffic: traffic_env,
-        health: tel.health.is_some().then_some(health_env),
+        traffic: seen.traffic(),
+        health: seen.health,
         infeasible_probability: 0.0,
         infeasible_joint: 0.0,
         cells: Vec::new(),
@@ -567,7 +595,7 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
         out.reason = "not checked: the filter's constraints are on a queue; the signal is requests in flight".into();
         return out;
     }
-    let (Some(thr), Some(offered)) = (&tel.throughput, traffic(tel)) else {
+    let (Some(thr), Some(offered)) = (&tel.throughput, seen.offered.as_deref()) else {
         out.reason = "not checked: needs a throughput column (the service rate the filter predicts with)".into();
         return out;
     };
@@ -587,7 +615,7 @@ fn feasibility(tel: &Telemetry, b: &Boundary) -> Feasibility {
     // Bins: traffic quartiles × health thirds of the range seen.
     // (The outer edges are the 1st and 99th percentiles; rows beyond them count in the end
     // bins.)
-    let tq = [0.01, 0.25, 0.5, 0.75, 0.99].map(|p| quantile(&offered, p));
+    let tq = seen.traffic_q;
     let hb = [
         health_env[0],
         health_env[0] + (health_env[1] - health_env[0]) / 3.0,
@@ -841,7 +869,7 @@ fn spread(v: &[f64], r: std::ops::Range<usize>, ratio: bool) -> f64 {
 /// conditions it should respond to change (health spread ≥ 0.3, latency or offered load
 /// p90/p10 ≥ 2), or for ≥ 50 % of the data when there is nothing to compare with. A
 /// limit that never moves is reported, not flagged: it may be a static limit.
-fn stuck_limit(tel: &Telemetry) -> Finding {
+fn stuck_limit(tel: &Telemetry, offered: Option<&[f64]>) -> Finding {
     let kind = FindingKind::StuckLimit;
     let Some(limit) = &tel.limit else {
         return Finding { kind, checked: false, flagged: false, evidence: "not checked: no limit column".into() };
@@ -859,7 +887,6 @@ fn stuck_limit(tel: &Telemetry) -> Finding {
         };
     }
     let span = tel.t[tel.len() - 1] - tel.t[0];
-    let offered = traffic(tel);
     let mut worst: Option<(f64, &str, f64, String)> = None;
     for (value, which) in [(lo, "minimum"), (hi, "maximum")] {
         let Some((s, e)) = longest_run_at(limit, value) else { continue };
@@ -916,9 +943,9 @@ fn stuck_limit(tel: &Telemetry) -> Finding {
 }
 
 /// Retries above twice the budget in any twentieth of the data, as a share of offered load.
-fn retry_storm(tel: &Telemetry, opts: &CheckOptions) -> Finding {
+fn retry_storm(tel: &Telemetry, opts: &CheckOptions, offered: Option<&[f64]>) -> Finding {
     let kind = FindingKind::RetryStorm;
-    let (Some(retries), Some(offered)) = (&tel.retries, traffic(tel)) else {
+    let (Some(retries), Some(offered)) = (&tel.retries, offered) else {
         return Finding {
             kind,
             checked: false,
