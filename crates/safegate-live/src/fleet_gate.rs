@@ -9,7 +9,7 @@
 //! has a token, and an admitted request is one `POST /work` to the downstream. Every
 //! decision taken without a fresh grant is counted.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 use safegate_core::fleet::detector::{FailureDetector, Timeout};
 use safegate_core::fleet::lease::{
-    Grant as CoreGrant, GrantKeeper, KeeperConfig, KeeperInput, LossPolicy as CorePolicy,
+    Grant as CoreGrant, GrantKeeper, KeeperConfig, KeeperInput, LossPolicy as CorePolicy, Mode,
 };
 use safegate_core::RangeError;
 
@@ -38,8 +38,9 @@ pub trait LossPolicy: Send {
     fn on_grant(&mut self, now: f64, grant: &Grant, lease: f64);
     /// A refresh failed at `now`.
     fn on_silence(&mut self, now: f64);
-    /// The admitted rate to apply now \[req/s, wall\], and whether it rests on a fresh grant.
-    fn limit(&mut self, now: f64) -> (f64, bool);
+    /// The admitted rate to apply now \[req/s, wall\], and the mode it was decided in
+    /// ([`Mode::fresh`] says whether it rests on a fresh grant).
+    fn limit(&mut self, now: f64) -> (f64, Mode);
     /// A short name for reports.
     fn name(&self) -> &'static str;
 }
@@ -84,6 +85,20 @@ pub struct GateStats {
     pub unpriced_decisions: AtomicU64,
     /// The rate in force \[req/s, milli-units\].
     pub limit_milli: AtomicU64,
+    /// The mode of the latest decision: 1 + its index in [`Mode::ALL`], 0 before the first.
+    pub mode: AtomicU8,
+}
+
+impl GateStats {
+    /// The mode of the latest decision (`None` before the first).
+    pub fn mode(&self) -> Option<Mode> {
+        let i = self.mode.load(Ordering::Relaxed);
+        Mode::ALL.get(usize::from(i).checked_sub(1)?).copied()
+    }
+
+    fn set_mode(&self, mode: Mode) {
+        self.mode.store(mode.index() as u8 + 1, Ordering::Relaxed);
+    }
 }
 
 /// Burst of the token bucket \[s of the current rate\]: the fleet's bound holds over any
@@ -145,10 +160,12 @@ pub async fn run_gate(
             break;
         }
         let t = Instant::now();
-        let (limit, fresh) =
+        let (limit, mode) =
             policy.lock().unwrap_or_else(|e| e.into_inner()).limit(t.duration_since(started).as_secs_f64());
+        let fresh = mode.fresh();
         let limit = if limit.is_finite() { limit.max(0.0) } else { 0.0 };
         stats.limit_milli.store((limit * 1e3) as u64, Ordering::Relaxed);
+        stats.set_mode(mode);
         // Token bucket at `limit`, a burst of BURST seconds' worth (at least one token).
         tokens = (tokens + limit * t.duration_since(last_fill).as_secs_f64()).min((limit * BURST).max(1.0));
         last_fill = t;
@@ -268,10 +285,10 @@ impl LossPolicy for Keeper {
 
     fn on_silence(&mut self, _now: f64) {}
 
-    fn limit(&mut self, now: f64) -> (f64, bool) {
+    fn limit(&mut self, now: f64) -> (f64, Mode) {
         let reachable = !self.detector.suspect(now) && self.detector.last_heartbeat().is_some();
         let d = self.inner.decide(&KeeperInput { now, grant: self.grant, reachable, proposal: self.local });
-        (d.limit, d.mode.fresh())
+        (d.limit, d.mode)
     }
 
     fn name(&self) -> &'static str {

@@ -302,6 +302,8 @@ pub async fn run(
                     seed: cfg.seed,
                     noop: false,
                     failures: cfg.retries,
+                    // The live pool's executors bound what is in service themselves.
+                    workers: None,
                 },
                 SocketAddr::from(([127, 0, 0, 1], 0)),
             )

@@ -92,7 +92,7 @@
   function makePlot(data, cap) {
     var opts = {
       width: chartEl.clientWidth,
-      height: chartEl.clientWidth < 600 ? 300 : 360,
+      height: window.safegateUI.height(chartEl),
       scales: { x: { time: false }, q: { range: [0, cap] }, r: { auto: true }, h: { range: [0, 1.05] } },
       axes: [
         { label: "time [s]" },
@@ -153,24 +153,14 @@
       ["dropped (full)", fmt(s.dropped)],
       ["policy", doc.policy]
     ];
-    summaryEl.innerHTML = "";
-    rows.forEach(function (r) {
-      var div = document.createElement("div");
-      var dt = document.createElement("dt");
-      var dd = document.createElement("dd");
-      dt.textContent = r[0];
-      dd.textContent = r[1];
-      div.appendChild(dt);
-      div.appendChild(dd);
-      summaryEl.appendChild(div);
-    });
+    window.safegateUI.summary(summaryEl, rows);
   }
 
   var resizeTimer = null;
   window.addEventListener("resize", function () {
     clearTimeout(resizeTimer);
     resizeTimer = setTimeout(function () {
-      if (state.plot) state.plot.setSize({ width: chartEl.clientWidth, height: chartEl.clientWidth < 600 ? 300 : 360 });
+      if (state.plot) state.plot.setSize({ width: chartEl.clientWidth, height: window.safegateUI.height(chartEl) });
     }, 100);
   });
 

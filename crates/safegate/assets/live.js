@@ -19,7 +19,7 @@
     data = [[], [], [], [], []];
     plot = new uPlot({
       width: chartEl.clientWidth,
-      height: chartEl.clientWidth < 600 ? 300 : 360,
+      height: window.safegateUI.height(chartEl),
       scales: { x: { time: false, range: [0, duration] }, q: { range: [-cap, cap] }, l: { auto: true } },
       axes: [
         { label: "model time [s]" },
@@ -36,20 +36,7 @@
     }, data, chartEl);
   }
 
-  function show(rows) {
-    var el = $("summary");
-    el.innerHTML = "";
-    rows.forEach(function (r) {
-      var div = document.createElement("div");
-      var dt = document.createElement("dt");
-      var dd = document.createElement("dd");
-      dt.textContent = r[0];
-      dd.textContent = r[1];
-      div.appendChild(dt);
-      div.appendChild(dd);
-      el.appendChild(div);
-    });
-  }
+  function show(rows) { window.safegateUI.summary($("summary"), rows); }
 
   function start(e) {
     e.preventDefault();
@@ -68,8 +55,10 @@
     status.className = "";
     status.textContent = "starting redis-server and the pool…";
     $("start").disabled = true;
+    var started = false;
     source = new EventSource("/api/live/stream?" + q);
     source.addEventListener("start", function (ev) {
+      started = true;
       var s = JSON.parse(ev.data);
       makePlot(s.capacity, s.duration);
       status.textContent = "playing " + s.policy + " at " + s.speed + "×";
@@ -97,9 +86,13 @@
     source.addEventListener("error", function (ev) {
       if (ev.data) {
         status.textContent = JSON.parse(ev.data).error;
-      } else if (source.readyState !== EventSource.OPEN) {
-        status.textContent = status.textContent.indexOf("done") === 0 ? status.textContent :
-          "the stream closed (another live run may be playing: one at a time)";
+      } else if (!started) {
+        window.safegateUI.whyRefused("/api/live/stream?" + q, function (msg) {
+          status.textContent = msg;
+          status.className = "error";
+        });
+      } else if (status.textContent.indexOf("done") !== 0) {
+        status.textContent = "the stream closed";
       }
       status.className = status.textContent.indexOf("done") === 0 ? "" : "error";
       finish();

@@ -1,15 +1,17 @@
 //! `safegate fleet`: M gate processes sharing one downstream, coordinated by a price over
 //! Redis, with an optional coordinator outage; and `safegate fleet-gate`, one such process.
 
+use std::ops::ControlFlow;
 use std::process::{ExitCode, Stdio};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use clap::Args;
+use safegate_core::fleet::lease::{LossPolicy, Mode};
 use safegate_live::coord::{Coordinator, PriceConfig};
-use safegate_live::downstream::{Downstream, DownstreamConfig};
+use safegate_live::downstream::{Downstream, DownstreamConfig, Workers};
 use safegate_live::fleet_gate::{parse_policy, policy_name, run_gate, GateConfig, GateStats, Keeper};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
@@ -28,8 +30,10 @@ pub(crate) struct FleetArgs {
     /// `--outage`).
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
-    /// The fleet's bound: the dependency's capacity the price shares \[req/s\].
-    #[arg(long, default_value_t = 150.0, value_name = "REQ_PER_S")]
+    /// The fleet's bound: the share of the dependency's capacity the price hands out
+    /// \[req/s\]. The dependency is the seed's pool (8 workers, a queue of 200), which
+    /// clears 75 req/s at health 1; the default is 80 % of that.
+    #[arg(long, default_value_t = 60.0, value_name = "REQ_PER_S")]
     capacity: f64,
     /// Total demand over all gates, split equally \[req/s\] (default: twice the capacity).
     #[arg(long, value_name = "REQ_PER_S")]
@@ -115,17 +119,24 @@ pub(crate) struct FleetGateArgs {
 
 /// One gate's report line (JSON, every 200 ms on the gate's stdout).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
-struct Line {
-    id: String,
-    offered: u64,
-    admitted: u64,
-    succeeded: u64,
-    failed: u64,
-    grants: u64,
-    silences: u64,
-    unpriced: u64,
-    limit: f64,
+pub(crate) struct Line {
+    pub(crate) id: String,
+    pub(crate) offered: u64,
+    pub(crate) admitted: u64,
+    pub(crate) succeeded: u64,
+    pub(crate) failed: u64,
+    pub(crate) grants: u64,
+    pub(crate) silences: u64,
+    pub(crate) unpriced: u64,
+    pub(crate) limit: f64,
+    /// The mode of the gate's latest decision ([`Mode::name`]: `granted`, `learning`,
+    /// `frozen`, `held-expired`, `share`, `fallback`, `bootstrap`), or `starting`.
+    #[serde(default)]
+    pub(crate) mode: String,
 }
+
+/// A gate's mode before its first decision.
+const STARTING: &str = "starting";
 
 fn price_config(capacity: f64, gamma: f64, lease_ms: u64) -> PriceConfig {
     PriceConfig { capacity, gamma, lease_ms, max_step_ms: 500 }
@@ -170,6 +181,7 @@ pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
                         silences: l(&stats.silences),
                         unpriced: l(&stats.unpriced_decisions),
                         limit: l(&stats.limit_milli) as f64 / 1e3,
+                        mode: stats.mode().map_or(STARTING, Mode::name).to_string(),
                     };
                     println!("{}", serde_json::to_string(&line)?);
                 }
@@ -186,15 +198,23 @@ pub(crate) fn gate(args: &FleetGateArgs) -> Result<ExitCode> {
 
 /// Per-second aggregate of the fleet.
 #[derive(Debug, Clone, Serialize)]
-struct Second {
-    t: f64,
-    admitted: f64,
-    jain: f64,
-    coordinator_up: bool,
+pub(crate) struct Second {
+    /// Wall seconds since the gates started.
+    pub(crate) t: f64,
+    /// Requests admitted over the second, all gates.
+    pub(crate) admitted: f64,
+    /// Requests the downstream answered with success over the second, all gates: the
+    /// fleet's goodput (a request admitted near the end of one second may succeed in the
+    /// next).
+    pub(crate) succeeded: f64,
+    /// Jain's index of the gates' admitted requests over the second.
+    pub(crate) jain: f64,
+    pub(crate) coordinator_up: bool,
 }
 
+/// What `safegate fleet --json` prints.
 #[derive(Debug, Serialize)]
-struct FleetReport {
+pub(crate) struct FleetReport {
     nodes: u32,
     mode: &'static str,
     capacity: f64,
@@ -211,7 +231,13 @@ struct OutageSummary {
     length: f64,
     worst_second: f64,
     mean_admitted: f64,
-    goodput_share_of_bound: f64,
+    /// Mean admitted rate over the outage as a share of the bound.
+    admitted_share_of_bound: f64,
+    /// Mean rate of successful requests over the outage \[req/s\].
+    mean_succeeded: f64,
+    /// Mean rate of successful requests over the last quarter of the run, after the
+    /// outage \[req/s\]: whether the downstream came back.
+    succeeded_at_end: f64,
     /// Seconds from the coordinator's return until every gate held a new grant and the
     /// granted shares were fair (Jain ≥ 0.95) and within the bound.
     fair_again_after: Option<f64>,
@@ -245,7 +271,85 @@ fn render_metrics(lines: &[Line]) -> String {
             let _ = writeln!(o, "{name}{{gate=\"{}\"}} {}", l.id, get(l));
         }
     }
+    // A state set: 1 for the mode of the gate's latest decision, 0 for the others.
+    let name = "safegate_fleet_gate_mode";
+    let _ =
+        writeln!(o, "# HELP {name} The mode of the gate's latest decision (1) among all modes.\n# TYPE {name} gauge");
+    for l in lines {
+        for m in Mode::ALL {
+            let _ = writeln!(o, "{name}{{gate=\"{}\",mode=\"{}\"}} {}", l.id, m.name(), u8::from(l.mode == m.name()));
+        }
+    }
     o
+}
+
+/// A fleet run's settings: what `safegate fleet` and `safegate serve`'s fleet view start.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) nodes: u32,
+    /// The coordination Redis; `None` starts a private redis-server (needed for an outage).
+    pub(crate) redis: Option<String>,
+    pub(crate) capacity: f64,
+    pub(crate) demand: f64,
+    pub(crate) secs: f64,
+    pub(crate) mode: LossPolicy,
+    pub(crate) lease_ms: u64,
+    pub(crate) refresh_ms: u64,
+    pub(crate) gamma: f64,
+    /// Stop the private Redis at `.0` seconds for `.1` seconds.
+    pub(crate) outage: Option<(f64, f64)>,
+    pub(crate) metrics: Option<std::net::SocketAddr>,
+}
+
+impl Plan {
+    /// Every setting in range; an error starts with the setting's name (`nodes 0: …`).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        if !(1..=64).contains(&self.nodes) {
+            return Err(format!("nodes {}: expected 1 to 64", self.nodes));
+        }
+        if !(self.capacity > 0.0 && self.capacity <= 1e5) {
+            return Err(format!("capacity {}: expected (0, 100000] req/s", self.capacity));
+        }
+        if !(self.secs > 0.0 && self.secs <= 3600.0) {
+            return Err(format!("secs {}: expected (0, 3600]", self.secs));
+        }
+        if !(0.0..=1e6).contains(&self.demand) {
+            return Err(format!("demand {}: expected [0, 1e6] req/s", self.demand));
+        }
+        price_config(self.capacity, self.gamma, self.lease_ms).check().map_err(|e| e.to_string())?;
+        if !(10..=60_000).contains(&self.refresh_ms) {
+            return Err(format!("refresh-ms {}: expected 10 to 60000", self.refresh_ms));
+        }
+        if let Some((a, b)) = self.outage {
+            if !(a >= 0.0 && b > 0.0 && a + b <= self.secs) {
+                return Err(format!("outage {a}:{b}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ secs {}", self.secs));
+            }
+            if self.redis.is_some() {
+                return Err("outage: it stops the private Redis, so it cannot be combined with --redis".into());
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `START:LEN` in seconds.
+pub(crate) fn parse_outage(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s.split_once(':').ok_or_else(|| format!("outage {s:?}: expected START:LEN in seconds"))?;
+    let num = |v: &str, what: &str| {
+        v.trim().parse::<f64>().map_err(|_| format!("outage {s:?}: {what} {v:?} is not a number"))
+    };
+    Ok((num(a, "START")?, num(b, "LEN")?))
+}
+
+/// What `play` reports once a second.
+#[derive(Debug)]
+pub(crate) struct Tick<'a> {
+    /// The fleet's aggregate over the second.
+    pub(crate) second: &'a Second,
+    /// Every gate's latest line (cumulative counters, limit and mode).
+    pub(crate) gates: &'a [Line],
+    /// Every gate's admitted requests over the second.
+    pub(crate) admitted: &'a [f64],
 }
 
 pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
@@ -256,206 +360,211 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         return crate::fleet_sim::run(&args.fallback, args.fleet_size, args.json, args.figures.as_deref());
     }
     let mode = parse_policy(&args.mode).map_err(|e| anyhow::anyhow!("--mode: {e}"))?;
-    if !(1..=64).contains(&args.nodes) {
-        bail!("--nodes {}: expected 1 to 64", args.nodes);
-    }
-    if !(args.capacity > 0.0 && args.capacity <= 1e5) {
-        bail!("--capacity {}: expected (0, 100000] req/s", args.capacity);
-    }
-    if !(args.secs > 0.0 && args.secs <= 3600.0) {
-        bail!("--secs {}: expected (0, 3600]", args.secs);
-    }
-    let demand = args.demand.unwrap_or(2.0 * args.capacity);
-    if !(0.0..=1e6).contains(&demand) {
-        bail!("--demand {demand}: expected [0, 1e6] req/s");
-    }
-    price_config(args.capacity, args.gamma, args.lease_ms).check().map_err(|e| anyhow::anyhow!("--{e}"))?;
-    if !(10..=60_000).contains(&args.refresh_ms) {
-        bail!("--refresh-ms {}: expected 10 to 60000", args.refresh_ms);
-    }
-    let outage = match &args.outage {
-        None => None,
-        Some(s) => {
-            let (a, b) = s.split_once(':').with_context(|| format!("--outage {s:?}: expected START:LEN in seconds"))?;
-            let (a, b): (f64, f64) =
-                (a.trim().parse().context("--outage START")?, b.trim().parse().context("--outage LEN")?);
-            if !(a >= 0.0 && b > 0.0 && a + b <= args.secs) {
-                bail!("--outage {s}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ --secs {}", args.secs);
-            }
-            if args.redis.is_some() {
-                bail!("--outage stops the private Redis; it cannot be used with --redis");
-            }
-            Some((a, b))
-        }
+    let plan = Plan {
+        nodes: args.nodes,
+        redis: args.redis.clone(),
+        capacity: args.capacity,
+        demand: args.demand.unwrap_or(2.0 * args.capacity),
+        secs: args.secs,
+        mode,
+        lease_ms: args.lease_ms,
+        refresh_ms: args.refresh_ms,
+        gamma: args.gamma,
+        outage: args.outage.as_deref().map(parse_outage).transpose().map_err(|e| anyhow::anyhow!("--{e}"))?,
+        metrics: args.metrics,
     };
+    plan.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
-    let report = rt.block_on(async {
-        let mut server = match &args.redis {
-            Some(_) => None,
-            None => Some(RedisServer::start(false)?),
-        };
-        let url = args.redis.clone().or_else(|| server.as_ref().map(|s| s.url())).context("a Redis URL")?;
-        // Fail fast on an unreachable coordinator, before any process starts.
-        Coordinator::connect(&url, "fleet", price_config(args.capacity, args.gamma, args.lease_ms)).await?;
-        let ds = Downstream::start(
-            DownstreamConfig { seed: 3, ..DownstreamConfig::new(ModelClock::start(1.0)) },
-            ([127, 0, 0, 1], 0).into(),
-        )
-        .await?;
-        let per_gate = demand / f64::from(args.nodes);
-        let mut children = Vec::new();
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Line>();
-        for i in 0..args.nodes {
-            let mut child = tokio::process::Command::new(std::env::current_exe()?)
-                .arg("fleet-gate")
-                .args(["--redis", &url, "--id", &format!("g{i}"), "--demand", &per_gate.to_string()])
-                .args(["--downstream", &ds.url(), "--mode", policy_name(mode)])
-                .args(["--capacity", &args.capacity.to_string(), "--lease-ms", &args.lease_ms.to_string()])
-                .args(["--refresh-ms", &args.refresh_ms.to_string(), "--gamma", &args.gamma.to_string()])
-                .args(["--seed", &(i + 1).to_string(), "--members", &args.nodes.to_string()])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::inherit())
-                .kill_on_drop(true)
-                .spawn()
-                .context("starting a fleet-gate process")?;
-            let out = child.stdout.take().context("the gate's stdout")?;
-            let tx = tx.clone();
-            tokio::spawn(async move {
-                let mut lines = BufReader::new(out).lines();
-                while let Ok(Some(l)) = lines.next_line().await {
-                    if let Ok(line) = serde_json::from_str::<Line>(&l) {
-                        let _ = tx.send(line);
-                    }
-                }
-            });
-            children.push(child);
+    let json = args.json;
+    let report = rt.block_on(play(&plan, &mut |tick: &Tick<'_>| {
+        if !json {
+            let s = tick.second;
+            eprint!(
+                "\rt {:>5.0} s  admitted {:>7.1}/s (bound {:.0})  Jain {:.3}  coordinator {}   ",
+                s.t,
+                s.admitted,
+                plan.capacity,
+                s.jain,
+                if s.coordinator_up { "up" } else { "DOWN" }
+            );
         }
-        let n = args.nodes as usize;
-        let mut latest: Vec<Line> = (0..n).map(|i| Line { id: format!("g{i}"), ..Line::default() }).collect();
-        let shared = Arc::new(std::sync::Mutex::new(latest.clone()));
-        let metrics = match args.metrics {
-            Some(addr) => {
-                let listener = tokio::net::TcpListener::bind(addr)
-                    .await
-                    .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (the metrics endpoint): {e}"))?;
-                if !args.json {
-                    eprintln!("metrics: http://{}/metrics", listener.local_addr()?);
-                }
-                let state = shared.clone();
-                let app = axum::Router::new().route(
-                    "/metrics",
-                    axum::routing::get(move || {
-                        let lines = state.lock().map(|l| l.clone()).unwrap_or_default();
-                        async move { render_metrics(&lines) }
-                    }),
-                );
-                Some(tokio::spawn(async move {
-                    let _ = axum::serve(listener, app).await;
-                }))
-            }
-            None => None,
-        };
-        let started = Instant::now();
-        let mut seconds = Vec::new();
-        let mut prev: Vec<u64> = vec![0; n];
-        let mut next_sample = started + Duration::from_secs(1);
-        let mut up = true;
-        // After the coordinator returns: each gate's grant count then, and when every gate
-        // had a new grant and the granted shares were fair and within the bound again.
-        let mut returned: Option<(f64, Vec<u64>)> = None;
-        let mut fair_again: Option<f64> = None;
-        while started.elapsed().as_secs_f64() < args.secs {
-            tokio::select! {
-                Some(l) = rx.recv() => {
-                    if let Some(i) = l.id.strip_prefix('g').and_then(|s| s.parse::<usize>().ok()).filter(|&i| i < n) {
-                        latest[i] = l;
-                        if let Ok(mut s) = shared.lock() {
-                            s.clone_from(&latest);
-                        }
-                    }
-                    if let (Some((t_back, grants)), None) = (&returned, fair_again) {
-                        let limits: Vec<f64> = latest.iter().map(|l| l.limit).collect();
-                        let renewed = latest.iter().zip(grants).all(|(l, g)| l.grants > *g);
-                        if renewed && jain(&limits) >= 0.95 && limits.iter().sum::<f64>() <= 1.05 * args.capacity {
-                            fair_again = Some(started.elapsed().as_secs_f64() - t_back);
-                        }
-                    }
-                }
-                _ = tokio::time::sleep_until(next_sample.into()) => {
-                    next_sample += Duration::from_secs(1);
-                    let t = started.elapsed().as_secs_f64();
-                    let per: Vec<f64> = latest.iter().zip(&prev).map(|(l, p)| l.admitted.saturating_sub(*p) as f64).collect();
-                    prev = latest.iter().map(|l| l.admitted).collect();
-                    seconds.push(Second { t, admitted: per.iter().sum(), jain: jain(&per), coordinator_up: up });
-                    if let (Some((a, b)), Some(s)) = (outage, server.as_mut()) {
-                        if up && t >= a && t < a + b {
-                            s.stop();
-                            up = false;
-                        } else if !up && t >= a + b {
-                            s.start_again()?;
-                            up = true;
-                            returned = Some((started.elapsed().as_secs_f64(), latest.iter().map(|l| l.grants).collect()));
-                        }
-                    }
-                    if !args.json {
-                        let last = seconds.last().expect("just pushed");
-                        eprint!(
-                            "\rt {:>5.0} s  admitted {:>7.1}/s (bound {:.0})  Jain {:.3}  coordinator {}   ",
-                            last.t, last.admitted, args.capacity, last.jain, if up { "up" } else { "DOWN" }
-                        );
-                    }
-                }
-            }
-        }
-        if !args.json {
-            eprintln!();
-        }
-        for c in &mut children {
-            if let Some(pid) = c.id() {
-                let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
-            }
-        }
-        for c in &mut children {
-            let _ = tokio::time::timeout(Duration::from_secs(3), c.wait()).await;
-            let _ = c.kill().await;
-        }
-        ds.shutdown().await;
-        if let Some(m) = metrics {
-            m.abort();
-        }
-        drop(server);
-        let outage = outage.map(|(a, b)| {
-            let during: Vec<&Second> = seconds.iter().filter(|s| s.t > a + 1.0 && s.t <= a + b).collect();
-            let worst = during.iter().map(|s| s.admitted).fold(0.0, f64::max);
-            let mean = during.iter().map(|s| s.admitted).sum::<f64>() / during.len().max(1) as f64;
-            let back = fair_again;
-            OutageSummary {
-                start: a,
-                length: b,
-                worst_second: worst,
-                mean_admitted: mean,
-                goodput_share_of_bound: mean / args.capacity,
-                fair_again_after: back,
-                unpriced_decisions: latest.iter().map(|l| l.unpriced).sum(),
-            }
-        });
-        anyhow::Ok(FleetReport {
-            nodes: args.nodes,
-            mode: policy_name(mode),
-            capacity: args.capacity,
-            demand,
-            seconds,
-            gates: latest,
-            outage,
-            refresh_ms: args.refresh_ms,
-        })
-    })?;
-    if args.json {
+        ControlFlow::Continue(())
+    }))?;
+    if json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
+        eprintln!();
         print_report(&report, args.secs);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the fleet: `plan.nodes` `safegate fleet-gate` processes (this executable), the
+/// emulated downstream, the coordination Redis (a private one unless `plan.redis`), the
+/// outage if any; calls `on_second` once a second and returns the report. The run ends
+/// early when `on_second` answers [`ControlFlow::Break`] (a viewer that went away).
+pub(crate) async fn play(plan: &Plan, on_second: &mut dyn FnMut(&Tick<'_>) -> ControlFlow<()>) -> Result<FleetReport> {
+    plan.check().map_err(|e| anyhow::anyhow!("{e}"))?;
+    let mut server = match &plan.redis {
+        Some(_) => None,
+        None => Some(RedisServer::start(false)?),
+    };
+    let url = plan.redis.clone().or_else(|| server.as_ref().map(|s| s.url())).context("a Redis URL")?;
+    // Fail fast on an unreachable coordinator, before any process starts.
+    Coordinator::connect(&url, "fleet", price_config(plan.capacity, plan.gamma, plan.lease_ms)).await?;
+    let ds = Downstream::start(
+        // The seed's pool: 8 workers in front of the contended service, a queue of 200.
+        DownstreamConfig { seed: 3, workers: Some(Workers::SEED), ..DownstreamConfig::new(ModelClock::start(1.0)) },
+        ([127, 0, 0, 1], 0).into(),
+    )
+    .await?;
+    let per_gate = plan.demand / f64::from(plan.nodes);
+    let mut children = Vec::new();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Line>();
+    for i in 0..plan.nodes {
+        let mut child = tokio::process::Command::new(std::env::current_exe()?)
+            .arg("fleet-gate")
+            .args(["--redis", &url, "--id", &format!("g{i}"), "--demand", &per_gate.to_string()])
+            .args(["--downstream", &ds.url(), "--mode", policy_name(plan.mode)])
+            .args(["--capacity", &plan.capacity.to_string(), "--lease-ms", &plan.lease_ms.to_string()])
+            .args(["--refresh-ms", &plan.refresh_ms.to_string(), "--gamma", &plan.gamma.to_string()])
+            .args(["--seed", &(i + 1).to_string(), "--members", &plan.nodes.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .kill_on_drop(true)
+            .spawn()
+            .context("starting a fleet-gate process")?;
+        let out = child.stdout.take().context("the gate's stdout")?;
+        let tx = tx.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(out).lines();
+            while let Ok(Some(l)) = lines.next_line().await {
+                if let Ok(line) = serde_json::from_str::<Line>(&l) {
+                    let _ = tx.send(line);
+                }
+            }
+        });
+        children.push(child);
+    }
+    let n = plan.nodes as usize;
+    let mut latest: Vec<Line> = (0..n).map(|i| Line { id: format!("g{i}"), ..Line::default() }).collect();
+    let shared = Arc::new(std::sync::Mutex::new(latest.clone()));
+    let metrics = match plan.metrics {
+        Some(addr) => {
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot listen on {addr} (the metrics endpoint): {e}"))?;
+            eprintln!("metrics: http://{}/metrics", listener.local_addr()?);
+            let state = shared.clone();
+            let app = axum::Router::new().route(
+                "/metrics",
+                axum::routing::get(move || {
+                    let lines = state.lock().map(|l| l.clone()).unwrap_or_default();
+                    async move { render_metrics(&lines) }
+                }),
+            );
+            Some(tokio::spawn(async move {
+                let _ = axum::serve(listener, app).await;
+            }))
+        }
+        None => None,
+    };
+    let started = Instant::now();
+    let mut seconds = Vec::new();
+    let mut prev: Vec<u64> = vec![0; n];
+    let mut prev_ok = 0u64;
+    let mut next_sample = started + Duration::from_secs(1);
+    let mut up = true;
+    // After the coordinator returns: each gate's grant count then, and when every gate
+    // had a new grant and the granted shares were fair and within the bound again.
+    let mut returned: Option<(f64, Vec<u64>)> = None;
+    let mut fair_again: Option<f64> = None;
+    while started.elapsed().as_secs_f64() < plan.secs {
+        tokio::select! {
+            Some(l) = rx.recv() => {
+                if let Some(i) = l.id.strip_prefix('g').and_then(|s| s.parse::<usize>().ok()).filter(|&i| i < n) {
+                    latest[i] = l;
+                    if let Ok(mut s) = shared.lock() {
+                        s.clone_from(&latest);
+                    }
+                }
+                if let (Some((t_back, grants)), None) = (&returned, fair_again) {
+                    let limits: Vec<f64> = latest.iter().map(|l| l.limit).collect();
+                    let renewed = latest.iter().zip(grants).all(|(l, g)| l.grants > *g);
+                    if renewed && jain(&limits) >= 0.95 && limits.iter().sum::<f64>() <= 1.05 * plan.capacity {
+                        fair_again = Some(started.elapsed().as_secs_f64() - t_back);
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(next_sample.into()) => {
+                next_sample += Duration::from_secs(1);
+                let t = started.elapsed().as_secs_f64();
+                let per: Vec<f64> = latest.iter().zip(&prev).map(|(l, p)| l.admitted.saturating_sub(*p) as f64).collect();
+                prev = latest.iter().map(|l| l.admitted).collect();
+                let ok: u64 = latest.iter().map(|l| l.succeeded).sum();
+                let succeeded = ok.saturating_sub(prev_ok) as f64;
+                prev_ok = ok;
+                seconds.push(Second { t, admitted: per.iter().sum(), succeeded, jain: jain(&per), coordinator_up: up });
+                let tick = Tick { second: seconds.last().expect("just pushed"), gates: &latest, admitted: &per };
+                if on_second(&tick).is_break() {
+                    break;
+                }
+                if let (Some((a, b)), Some(s)) = (plan.outage, server.as_mut()) {
+                    if up && t >= a && t < a + b {
+                        s.stop();
+                        up = false;
+                    } else if !up && t >= a + b {
+                        s.start_again()?;
+                        up = true;
+                        returned = Some((started.elapsed().as_secs_f64(), latest.iter().map(|l| l.grants).collect()));
+                    }
+                }
+            }
+        }
+    }
+    for c in &mut children {
+        if let Some(pid) = c.id() {
+            let _ = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status();
+        }
+    }
+    for c in &mut children {
+        let _ = tokio::time::timeout(Duration::from_secs(3), c.wait()).await;
+        let _ = c.kill().await;
+    }
+    ds.shutdown().await;
+    if let Some(m) = metrics {
+        m.abort();
+    }
+    drop(server);
+    let outage = plan.outage.map(|(a, b)| {
+        let during: Vec<&Second> = seconds.iter().filter(|s| s.t > a + 1.0 && s.t <= a + b).collect();
+        let worst = during.iter().map(|s| s.admitted).fold(0.0, f64::max);
+        let mean = during.iter().map(|s| s.admitted).sum::<f64>() / during.len().max(1) as f64;
+        let mean_succeeded = during.iter().map(|s| s.succeeded).sum::<f64>() / during.len().max(1) as f64;
+        let end: Vec<&Second> = seconds.iter().filter(|s| s.t > (a + b).max(0.75 * plan.secs)).collect();
+        let succeeded_at_end = end.iter().map(|s| s.succeeded).sum::<f64>() / end.len().max(1) as f64;
+        OutageSummary {
+            mean_succeeded,
+            succeeded_at_end,
+            start: a,
+            length: b,
+            worst_second: worst,
+            mean_admitted: mean,
+            admitted_share_of_bound: mean / plan.capacity,
+            fair_again_after: fair_again,
+            unpriced_decisions: latest.iter().map(|l| l.unpriced).sum(),
+        }
+    });
+    Ok(FleetReport {
+        nodes: plan.nodes,
+        mode: policy_name(plan.mode),
+        capacity: plan.capacity,
+        demand: plan.demand,
+        seconds,
+        gates: latest,
+        outage,
+        refresh_ms: plan.refresh_ms,
+    })
 }
 
 fn print_report(r: &FleetReport, secs: f64) {
@@ -463,31 +572,46 @@ fn print_report(r: &FleetReport, secs: f64) {
         "safegate fleet: {} gates ({}), demand {:.0} req/s against a bound of {:.0} req/s",
         r.nodes, r.mode, r.demand, r.capacity
     );
-    println!("{:<6}{:>14}{:>12}{:>12}{:>12}", "gate", "admitted/s", "grants", "silences", "unpriced");
+    println!(
+        "{:<6}{:>14}{:>14}{:>10}{:>10}{:>10}  {}",
+        "gate", "admitted/s", "succeeded/s", "grants", "silences", "unpriced", "mode at the end"
+    );
     for g in &r.gates {
-        println!("{:<6}{:>14.1}{:>12}{:>12}{:>12}", g.id, g.admitted as f64 / secs, g.grants, g.silences, g.unpriced);
+        println!(
+            "{:<6}{:>14.1}{:>14.1}{:>10}{:>10}{:>10}  {}",
+            g.id,
+            g.admitted as f64 / secs,
+            g.succeeded as f64 / secs,
+            g.grants,
+            g.silences,
+            g.unpriced,
+            g.mode
+        );
     }
     let up: Vec<&Second> = r.seconds.iter().filter(|s| s.coordinator_up && s.t > 2.0).collect();
     if !up.is_empty() {
         let mean = up.iter().map(|s| s.admitted).sum::<f64>() / up.len() as f64;
+        let ok = up.iter().map(|s| s.succeeded).sum::<f64>() / up.len() as f64;
         let j = up.iter().map(|s| s.jain).sum::<f64>() / up.len() as f64;
         println!(
-            "coordinator up: aggregate {mean:.1} req/s ({:.0} % of the bound), mean Jain {j:.3}",
+            "coordinator up: admitted {mean:.1} req/s ({:.0} % of the bound), succeeded {ok:.1} req/s, mean Jain {j:.3}",
             100.0 * mean / r.capacity
         );
     }
     if let Some(o) = &r.outage {
         println!(
-            "coordinator down {:.0}–{:.0} s: aggregate worst second {:.1} req/s ({:.0} % of the bound), mean {:.1} ({:.0} %); decisions without a fresh price {}; fair again {}",
+            "coordinator down {:.0}–{:.0} s: admitted worst second {:.1} req/s ({:.0} % of the bound), mean {:.1} ({:.0} %); succeeded {:.1} req/s; decisions without a fresh price {}; fair again {}",
             o.start,
             o.start + o.length,
             o.worst_second,
             100.0 * o.worst_second / r.capacity,
             o.mean_admitted,
-            100.0 * o.goodput_share_of_bound,
+            100.0 * o.admitted_share_of_bound,
+            o.mean_succeeded,
             o.unpriced_decisions,
             o.fair_again_after.map_or("never".to_string(), |t| format!("{:.2} s ({:.1} refresh intervals) after it returned", t, t * 1e3 / r.refresh_ms as f64))
         );
+        println!("after the outage: succeeded {:.1} req/s over the run's last quarter", o.succeeded_at_end);
     }
 }
 
@@ -497,8 +621,10 @@ mod tests {
 
     #[test]
     fn metrics_count_decisions_without_a_price_per_gate() {
-        let l = Line { id: "g3".into(), unpriced: 17, limit: 18.75, ..Line::default() };
+        let l = Line { id: "g3".into(), unpriced: 17, limit: 18.75, mode: "share".into(), ..Line::default() };
         let m = render_metrics(&[l]);
+        assert!(m.contains("safegate_fleet_gate_mode{gate=\"g3\",mode=\"share\"} 1"), "{m}");
+        assert!(m.contains("safegate_fleet_gate_mode{gate=\"g3\",mode=\"granted\"} 0"), "{m}");
         assert!(m.contains("safegate_fleet_decisions_without_price_total{gate=\"g3\"} 17"), "{m}");
         assert!(m.contains("safegate_limit{gate=\"g3\"} 18.75"), "{m}");
         assert!((jain(&[1.0, 1.0]) - 1.0).abs() < 1e-12 && jain(&[0.0, 0.0]) == 1.0);

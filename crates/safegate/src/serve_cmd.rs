@@ -6,12 +6,16 @@
 //!           ──POST /api/run {set}─▶ api::run ─▶ safegate_sim::run ─▶ `run --json`'s document
 //!           ──GET /api/live/stream─▶ live::stream ─▶ safegate_live::run::run (own redis-server)
 //!                                     ◀── server-sent events: start, progress…, done | error
+//!           ──GET /api/fleet/stream─▶ fleet::stream ─▶ fleet_cmd::play (gate processes,
+//!                                     own redis-server, an outage)
+//!                                     ◀── server-sent events: start, second…, done | error
 //! ```
 //!
 //! No build step and nothing fetched at run time: the page, its script and uPlot are
 //! compiled into the binary.
 
 mod api;
+mod fleet;
 mod live;
 
 use std::collections::HashMap;
@@ -47,6 +51,9 @@ const APP_CSS: &str = include_str!("../assets/app.css");
 const APP_JS: &str = include_str!("../assets/app.js");
 const LIVE_HTML: &str = include_str!("../assets/live.html");
 const LIVE_JS: &str = include_str!("../assets/live.js");
+const FLEET_HTML: &str = include_str!("../assets/fleet.html");
+const FLEET_JS: &str = include_str!("../assets/fleet.js");
+const COMMON_JS: &str = include_str!("../assets/common.js");
 const UPLOT_JS: &str = include_str!("../assets/vendor/uplot/uPlot.iife.min.js");
 const UPLOT_CSS: &str = include_str!("../assets/vendor/uplot/uPlot.min.css");
 const UPLOT_LICENSE: &str = include_str!("../assets/vendor/uplot/LICENSE");
@@ -61,7 +68,7 @@ struct AppState {
     /// The live view, with the same menu.
     live_page: String,
     runs: Semaphore,
-    /// One live run at a time.
+    /// One live or fleet run at a time.
     live: Arc<Semaphore>,
 }
 
@@ -74,7 +81,7 @@ fn policy_options() -> String {
     out
 }
 
-/// The server's routes: the page and its assets, and `POST /api/run`.
+/// The server's routes: the pages and their assets, `POST /api/run` and the two streams.
 pub(crate) fn app() -> Router {
     let state = Arc::new(AppState {
         index: INDEX_HTML.replace("<!--POLICIES-->", &policy_options()),
@@ -94,6 +101,10 @@ pub(crate) fn app() -> Router {
         .route("/live", get(|State(s): State<Arc<AppState>>| async move { page(s.live_page.clone()) }))
         .route("/live.js", text("text/javascript; charset=utf-8", LIVE_JS))
         .route("/api/live/stream", get(live_handler))
+        .route("/fleet", get(|| async { page(FLEET_HTML.to_string()) }))
+        .route("/fleet.js", text("text/javascript; charset=utf-8", FLEET_JS))
+        .route("/common.js", text("text/javascript; charset=utf-8", COMMON_JS))
+        .route("/api/fleet/stream", get(fleet_handler))
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -142,11 +153,24 @@ async fn run_handler(
     }
 }
 
+/// The 409 of a second live or fleet run.
+const ONE_AT_A_TIME: &str = "a live or fleet run is already playing; one at a time";
+
 async fn live_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
     let Ok(permit) = state.live.clone().try_acquire_owned() else {
-        return error(StatusCode::CONFLICT, "a live run is already playing; one at a time");
+        return error(StatusCode::CONFLICT, ONE_AT_A_TIME);
     };
     match live::stream(&query, permit) {
+        Ok(sse) => sse,
+        Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
+    }
+}
+
+async fn fleet_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
+    let Ok(permit) = state.live.clone().try_acquire_owned() else {
+        return error(StatusCode::CONFLICT, ONE_AT_A_TIME);
+    };
+    match fleet::stream(&query, permit) {
         Ok(sse) => sse,
         Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
     }

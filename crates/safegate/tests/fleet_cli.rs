@@ -37,7 +37,7 @@ fn a_60_s_coordinator_outage_keeps_the_fleet_within_its_bound() {
     assert!(mean >= 0.9 * bound && mean <= 1.1 * bound, "{mean}");
     // During: within the bound (up to the token buckets' burst), goodput ≥ 90 % of it.
     assert!(f(&o["worst_second"]) <= 1.1 * bound, "{o}");
-    assert!(f(&o["goodput_share_of_bound"]) >= 0.9, "{o}");
+    assert!(f(&o["admitted_share_of_bound"]) >= 0.9, "{o}");
     assert!(o["unpriced_decisions"].as_u64().unwrap() > 1000, "{o}");
     // After: fair shares within 3 refresh intervals.
     let back = f(&o["fair_again_after"]);

@@ -178,7 +178,8 @@ impl Mode {
         }
     }
 
-    fn index(self) -> usize {
+    /// The mode's position in [`Mode::ALL`].
+    pub fn index(self) -> usize {
         self as usize
     }
 }

@@ -68,6 +68,27 @@ pub struct DownstreamConfig {
     /// The scenario's retry model: a completion fails (500) with its chance `p(H)`, so the
     /// clients' retries re-enter as in docs/model.md §Retries (`Retries::Off`: none).
     pub failures: Retries,
+    /// A worker pool in front of the contended service (`None`: every request enters
+    /// service at once, so `n` is unbounded).
+    pub workers: Option<Workers>,
+}
+
+/// A worker pool in front of the contended service, as the seed's executors pulling from a
+/// capped backlog: at most `slots` requests in service (`n ≤ slots`, so the joint rate
+/// never falls below `μ(slots, H)`), up to `queue` more waiting in arrival order, and a
+/// request beyond both answered 503 at once. With the seed's `slots = 8` and `queue = 200`
+/// the service clears 75·H req/s however many requests arrive.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workers {
+    /// Requests in service at most (`P`).
+    pub slots: u32,
+    /// Requests waiting at most (`cap`).
+    pub queue: u32,
+}
+
+impl Workers {
+    /// The seed's pool: 8 executors, a backlog of 200.
+    pub const SEED: Workers = Workers { slots: 8, queue: 200 };
 }
 
 impl DownstreamConfig {
@@ -81,6 +102,7 @@ impl DownstreamConfig {
             seed: 0,
             noop: false,
             failures: Retries::Off,
+            workers: None,
         }
     }
 
@@ -91,6 +113,10 @@ impl DownstreamConfig {
         check::within("model.comfortable", self.pool.comfortable, f64::MIN_POSITIVE, 1e6, "(0, 1e6]")?;
         self.health.check()?;
         self.failures.check()?;
+        if let Some(w) = self.workers {
+            check::within("workers.slots", f64::from(w.slots), 1.0, 1e6, "[1, 1e6]")?;
+            check::within("workers.queue", f64::from(w.queue), 0.0, 1e6, "[0, 1e6]")?;
+        }
         self.service.check()
     }
 }
@@ -114,6 +140,12 @@ pub struct DownstreamStats {
     /// `L`).
     #[serde(default)]
     pub request_seconds: f64,
+    /// Requests waiting for a worker now (0 without [`Workers`]).
+    #[serde(default)]
+    pub waiting: u32,
+    /// Requests answered 503 because every worker was busy and the queue full.
+    #[serde(default)]
+    pub full: u64,
 }
 
 /// What the scheduler thread, the handlers and the owner share.
@@ -156,6 +188,8 @@ impl Shared {
             t_model: t,
             health,
             request_seconds: c.occupancy(t),
+            waiting: c.waiting.load(std::sync::atomic::Ordering::Relaxed),
+            full: c.full.load(std::sync::atomic::Ordering::Relaxed),
         }
     }
 }
@@ -217,7 +251,8 @@ impl Downstream {
         let (tx, rx) = mpsc::channel();
         let scheduler =
             Scheduler::new(cfg.pool, cfg.health.clone(), cfg.service, cfg.clock, cfg.seed, counters.clone())
-                .with_failures(cfg.failures);
+                .with_failures(cfg.failures)
+                .with_workers(cfg.workers);
         let thread = std::thread::Builder::new()
             .name("safegate-downstream".into())
             .spawn(move || scheduler.run(rx))
@@ -337,6 +372,9 @@ async fn work(State(shared): App, _body: Bytes) -> Response {
     let done = Submitter { tx: shared.tx.clone() }.submit().await;
     match done {
         None => (StatusCode::SERVICE_UNAVAILABLE, "downstream shutting down").into_response(),
+        Some(c) if c.full => {
+            (StatusCode::SERVICE_UNAVAILABLE, "downstream full: every worker busy, queue full").into_response()
+        }
         Some(c) => {
             if !c.added_latency.is_zero() {
                 tokio::time::sleep(c.added_latency).await;

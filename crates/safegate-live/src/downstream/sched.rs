@@ -11,7 +11,7 @@
 //! advanced completion by completion to the model time at which each one happened.
 
 use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as AtomicOrdering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
 use std::sync::Arc;
@@ -22,7 +22,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use safegate_sim::{HealthTrack, Pool, Retries, ServiceLaw};
 use tokio::sync::oneshot;
 
-use super::Faults;
+use super::{Faults, Workers};
 use crate::ModelClock;
 
 /// Most pieces of the health schedule one solve or integration walks before it gives up
@@ -41,6 +41,8 @@ pub(crate) struct Completion {
     pub(crate) error: bool,
     /// Wall time to add after service (the fault's `added_latency_ms`).
     pub(crate) added_latency: Duration,
+    /// Not served: every worker busy and the queue full ([`Workers`]); answer 503.
+    pub(crate) full: bool,
 }
 
 /// What the scheduler thread is told.
@@ -65,6 +67,10 @@ pub(crate) struct Counters {
     pub(crate) errors: AtomicU64,
     /// Timed wake-ups for a due completion.
     pub(crate) wakes: AtomicU64,
+    /// Requests waiting for a worker now.
+    pub(crate) waiting: AtomicU32,
+    /// Requests turned away with every worker busy and the queue full.
+    pub(crate) full: AtomicU64,
     /// Sum of their lateness past the due instant \[ns\].
     pub(crate) late_ns: AtomicU64,
     /// The largest lateness \[ns\].
@@ -215,6 +221,9 @@ pub(crate) struct Scheduler {
     occupancy: f64,
     occupancy_at: f64,
     occupancy_n: usize,
+    /// The worker pool in front of the service, if any, and the requests waiting for it.
+    workers: Option<Workers>,
+    waiting: VecDeque<oneshot::Sender<Completion>>,
 }
 
 /// Wait for a message until `deadline` (or at most [`MAX_WAIT`]). A futex wait ends some
@@ -277,7 +286,15 @@ impl Scheduler {
             occupancy: 0.0,
             occupancy_at: t,
             occupancy_n: 0,
+            workers: None,
+            waiting: VecDeque::new(),
         }
+    }
+
+    /// Put a worker pool in front of the service (`None`: none).
+    pub(crate) fn with_workers(mut self, workers: Option<Workers>) -> Self {
+        self.workers = workers;
+        self
     }
 
     /// Fail completions with the scenario's retry chance `p(H)` (docs/model.md §Retries).
@@ -336,6 +353,8 @@ impl Scheduler {
                             self.complete(job);
                         }
                     }
+                    // Workers freed at `tc` start on the queue there.
+                    self.refill();
                 }
                 Due::Recheck(tr) if tr <= now => {
                     let f = self.per_request();
@@ -387,7 +406,33 @@ impl Scheduler {
             self.counters.errors.fetch_add(1, AtomicOrdering::Relaxed);
         }
         // The handler may have gone (client disconnected): nothing to do then.
-        let _ = job.reply.send(Completion { error, added_latency });
+        let _ = job.reply.send(Completion { error, added_latency, full: false });
+    }
+
+    /// A request arrives: into service, into the queue, or turned away (with [`Workers`]).
+    fn arrive(&mut self, reply: oneshot::Sender<Completion>) {
+        match self.workers {
+            Some(w) if self.heap.len() >= w.slots as usize => {
+                if self.waiting.len() < w.queue as usize {
+                    self.waiting.push_back(reply);
+                    self.counters.waiting.store(self.waiting.len() as u32, AtomicOrdering::Relaxed);
+                } else {
+                    self.counters.full.fetch_add(1, AtomicOrdering::Relaxed);
+                    let _ = reply.send(Completion { error: false, added_latency: Duration::ZERO, full: true });
+                }
+            }
+            _ => self.admit(reply),
+        }
+    }
+
+    /// Free workers take waiting requests, at the current work clock.
+    fn refill(&mut self) {
+        let Some(w) = self.workers else { return };
+        while self.heap.len() < w.slots as usize {
+            let Some(reply) = self.waiting.pop_front() else { break };
+            self.admit(reply);
+        }
+        self.counters.waiting.store(self.waiting.len() as u32, AtomicOrdering::Relaxed);
     }
 
     fn admit(&mut self, reply: oneshot::Sender<Completion>) {
@@ -413,7 +458,7 @@ impl Scheduler {
             match msg {
                 Ok(Msg::Submit(reply)) => {
                     self.advance(now);
-                    self.admit(reply);
+                    self.arrive(reply);
                 }
                 Ok(Msg::Faults(f)) => {
                     // Up to now under the old faults, from now on under the new ones.
@@ -435,6 +480,8 @@ impl Scheduler {
             }
         }
         self.heap.clear();
+        self.waiting.clear();
+        self.counters.waiting.store(0, AtomicOrdering::Relaxed);
         self.publish_in_service();
     }
 }

@@ -378,3 +378,43 @@ async fn throughput_over_http_at_speed_10() {
         ds.shutdown().await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn workers_queue_then_turn_away_and_hold_the_rate_at_their_count() {
+    let _g = TIMING.lock().await;
+    let mut cfg = DownstreamConfig::new(ModelClock::start(10.0));
+    cfg.workers = Some(Workers { slots: 2, queue: 1 });
+    let ds = Downstream::start(cfg, local()).await.unwrap();
+    let (c, url) = (client(), ds.url());
+    ds.set_faults(Faults { stall: true, ..Faults::default() }).unwrap();
+    let reqs: Vec<_> = (0..3)
+        .map(|_| {
+            let (c, url) = (c.clone(), url.clone());
+            tokio::spawn(async move { call(&c, "POST", format!("{url}/work"), "").await.0 })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let s = ds.stats();
+    assert_eq!((s.in_service, s.waiting, s.full), (2, 1, 0), "{s:?}");
+    // Two in service, one waiting: the fourth is turned away at once.
+    let (status, body) = call(&c, "POST", format!("{url}/work"), "").await;
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains("full"), "{body}");
+    assert_eq!(ds.stats().full, 1);
+    ds.set_faults(Faults::default()).unwrap();
+    for r in reqs {
+        assert_eq!(tokio::time::timeout(Duration::from_secs(2), r).await.unwrap().unwrap(), 200);
+    }
+    let s = ds.stats();
+    assert_eq!((s.served, s.waiting, s.in_service), (3, 0, 0), "{s:?}");
+    ds.shutdown().await;
+
+    // 40 outstanding behind the seed's 8 workers clear μ(8, 1) = 75 req/s, not μ(40, 1) = 15.
+    let mut cfg = DownstreamConfig::new(ModelClock::start(10.0));
+    cfg.workers = Some(Workers::SEED);
+    cfg.seed = 5;
+    let ds = Downstream::start(cfg, local()).await.unwrap();
+    let x = closed_loop(&ds, 40, 300, 3000).await;
+    assert!(within(x, 75.0, 0.08), "{x} req/s behind 8 workers, expected 75");
+    ds.shutdown().await;
+}

@@ -29,6 +29,12 @@ pub(crate) const MAX_LIVE_DURATION: f64 = 400.0;
 #[derive(Debug)]
 pub(crate) struct Events(mpsc::UnboundedReceiver<Event>);
 
+impl Events {
+    pub(crate) fn new(rx: mpsc::UnboundedReceiver<Event>) -> Self {
+        Self(rx)
+    }
+}
+
 impl futures_core::Stream for Events {
     type Item = Result<Event, Infallible>;
 
@@ -119,7 +125,7 @@ pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePerm
             Err(e) => tx.send(json_event("error", &serde_json::json!({ "error": e.to_string() }))),
         };
     });
-    Ok(Sse::new(Events(rx)).keep_alive(KeepAlive::default()).into_response())
+    Ok(Sse::new(Events::new(rx)).keep_alive(KeepAlive::default()).into_response())
 }
 
 /// The single live-run slot.
