@@ -8,21 +8,12 @@
 //! for the live view's run; `scripts/test` installs the missing ones. Without them this test fails and says what to install: a
 //! browser check that silently passes would check nothing.
 
-use std::io::{BufRead, BufReader};
+mod common;
+
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::Duration;
+use std::process::Command;
 
-/// Kills the server when the test ends, passing or not.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::serve;
 
 /// The target directory: the binary is `<target>/<profile>/safegate`.
 fn target_dir() -> PathBuf {
@@ -32,31 +23,6 @@ fn target_dir() -> PathBuf {
 
 fn from_env_or(key: &str, default: PathBuf) -> PathBuf {
     std::env::var_os(key).map_or(default, PathBuf::from)
-}
-
-/// Starts `safegate serve --port 0` and returns it with the URL it prints.
-fn serve() -> (Server, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_safegate"))
-        .args(["serve", "--port", "0", "--bind", "127.0.0.1"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("start safegate serve");
-    let stdout = child.stdout.take().expect("piped stdout");
-    let server = Server(child);
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = BufReader::new(stdout).read_line(&mut line);
-        let _ = tx.send(line);
-    });
-    let line = rx.recv_timeout(Duration::from_secs(10)).expect("safegate serve printed no address within 10 s");
-    let url = line
-        .split_whitespace()
-        .find(|w| w.starts_with("http://127.0.0.1:"))
-        .unwrap_or_else(|| panic!("no loopback URL in {line:?}"))
-        .to_string();
-    (server, url)
 }
 
 #[test]

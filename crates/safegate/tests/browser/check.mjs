@@ -169,6 +169,60 @@ try {
   check(livePoints > 0, "live view: no progress shown");
   await live.screenshot({ path: path.join(artifacts, "live-done.png") });
   await live.close();
+
+  // The fleet view: labels, and a short fleet run (gate processes, a private redis-server
+  // stopped for 4 s) streamed to its end, with every gate's mode through the outage.
+  const fleet = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  const fleetErrors = [];
+  fleet.on("pageerror", (e) => fleetErrors.push(String(e)));
+  await fleet.goto(url.replace(/\/?$/, "/fleet"), { waitUntil: "load" });
+  const fleetUnlabelled = await fleet.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => !el.labels || el.labels.length === 0)
+      .map((el) => el.id || el.outerHTML.slice(0, 60)),
+  );
+  check(fleetUnlabelled.length === 0, `fleet view: controls without a label: ${fleetUnlabelled.join(", ")}`);
+  await fleet.fill("#nodes", "3");
+  await fleet.fill("#secs", "10");
+  await fleet.fill("#outage-start", "3");
+  await fleet.fill("#outage-len", "4");
+  await fleet.selectOption("#mode", "hybrid");
+  const fleetStarted = Date.now();
+  await fleet.click("#start");
+  await fleet.waitForFunction(() => window.safegateFleet.done || window.safegateFleet.error, null, { timeout: 40000 });
+  const f = await fleet.evaluate(() => {
+    const s = window.safegateFleet;
+    return {
+      error: s.error,
+      seconds: s.seconds.length,
+      down: s.seconds.map((x, i) => (x.coordinator_up ? null : s.modes[i])).filter((m) => m !== null),
+      last: s.modes[s.modes.length - 1],
+      cells: document.querySelectorAll("#modes .track span").length,
+      shaded: document.querySelectorAll("#track-coord .down").length,
+      rows: document.querySelectorAll("#gates tbody tr").length,
+      verdict: document.getElementById("verdict").textContent,
+    };
+  });
+  out.fleet = { seconds: (Date.now() - fleetStarted) / 1000, verdict: f.verdict, down_modes: f.down };
+  check(!f.error, `fleet view: ${f.error}`);
+  check(f.seconds >= 8, `fleet view: ${f.seconds} seconds streamed, expected about 10`);
+  check(f.down.length >= 3, `fleet view: ${f.down.length} seconds with the coordinator down, expected about 4`);
+  check(f.down.flat().some((m) => m === "share"), `fleet view: no gate took its share in the outage: ${JSON.stringify(f.down)}`);
+  // The first second down may still show a fresh grant (the detector needs 3 refresh intervals).
+  check(f.down.slice(1).flat().every((m) => m === "frozen" || m === "share"), `fleet view: modes in the outage ${JSON.stringify(f.down)}`);
+  check(f.last && f.last.every((m) => m === "granted" || m === "learning"), `fleet view: modes at the end ${JSON.stringify(f.last)}`);
+  check(f.cells === 4 * f.seconds, `fleet view: ${f.cells} mode cells for 3 gates and the coordinator over ${f.seconds} s`);
+  check(f.shaded === f.down.length, `fleet view: ${f.shaded} coordinator-down cells, ${f.down.length} seconds down`);
+  check(f.rows === 3, `fleet view: ${f.rows} rows in the gates table`);
+  check(/^Within the bound/.test(f.verdict), `fleet view: verdict ${JSON.stringify(f.verdict)}`);
+  check(fleetErrors.length === 0, `fleet view: page errors: ${fleetErrors.join("; ")}`);
+  await fleet.screenshot({ path: path.join(artifacts, "fleet-done.png"), fullPage: true });
+  await fleet.setViewportSize({ width: 390, height: 844 });
+  await fleet.waitForTimeout(300);
+  const fleetNarrow = await fleet.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: window.innerWidth }));
+  check(fleetNarrow.scroll <= fleetNarrow.inner, `fleet view, narrow: page ${fleetNarrow.scroll} px wide in ${fleetNarrow.inner} px`);
+  await fleet.screenshot({ path: path.join(artifacts, "fleet-narrow-390.png"), fullPage: true });
+  await fleet.close();
 } finally {
   await browser.close();
 }
