@@ -50,9 +50,10 @@ pub(crate) struct FleetArgs {
     /// Refresh interval of each gate \[ms\].
     #[arg(long, default_value_t = 250, value_name = "MS")]
     refresh_ms: u64,
-    /// The price's gain γ.
-    #[arg(long, default_value_t = 1e-3)]
-    gamma: f64,
+    /// The price's gain γ (default: 22.5 / capacity², the loop gain γ = 10⁻³ has at 150
+    /// req/s, so the price settles as fast at any bound).
+    #[arg(long)]
+    gamma: Option<f64>,
     /// Stop the private Redis at START seconds for LEN seconds (`START:LEN`).
     #[arg(long, value_name = "START:LEN")]
     outage: Option<String>,
@@ -137,6 +138,14 @@ pub(crate) struct Line {
 
 /// A gate's mode before its first decision.
 const STARTING: &str = "starting";
+
+/// The price's default gain at a bound of `capacity` \[req/s\]. Kelly's update moves the
+/// admitted total by `γ · Σw/p²` per unit of excess, and at the fair price `p* = Σw/c`
+/// that is `γ·c²/Σw`: the same loop gain at every bound takes `γ ∝ 1/c²`. 22.5 is
+/// `10⁻³ · 150²`, the gain measured in docs/fleet.md §The price over Redis.
+pub(crate) fn default_gamma(capacity: f64) -> f64 {
+    22.5 / (capacity * capacity)
+}
 
 fn price_config(capacity: f64, gamma: f64, lease_ms: u64) -> PriceConfig {
     PriceConfig { capacity, gamma, lease_ms, max_step_ms: 500 }
@@ -369,7 +378,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         mode,
         lease_ms: args.lease_ms,
         refresh_ms: args.refresh_ms,
-        gamma: args.gamma,
+        gamma: args.gamma.unwrap_or(default_gamma(args.capacity)),
         outage: args.outage.as_deref().map(parse_outage).transpose().map_err(|e| anyhow::anyhow!("--{e}"))?,
         metrics: args.metrics,
     };
@@ -573,8 +582,8 @@ fn print_report(r: &FleetReport, secs: f64) {
         r.nodes, r.mode, r.demand, r.capacity
     );
     println!(
-        "{:<6}{:>14}{:>14}{:>10}{:>10}{:>10}  {}",
-        "gate", "admitted/s", "succeeded/s", "grants", "silences", "unpriced", "mode at the end"
+        "{:<6}{:>14}{:>14}{:>10}{:>10}{:>10}  mode at the end",
+        "gate", "admitted/s", "succeeded/s", "grants", "silences", "unpriced"
     );
     for g in &r.gates {
         println!(

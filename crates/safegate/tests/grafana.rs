@@ -17,12 +17,17 @@ fn dashboard() -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// The `safegate_*` names in string literals of the two metrics.rs files, and which of them
+/// The `safegate_*` names in string literals of the two metrics.rs files and of the fleet's
+/// gates (`safegate fleet --metrics`), and which of them
 /// are histograms (whose `_bucket`, `_sum` and `_count` series are published too).
 fn exported() -> (BTreeSet<String>, BTreeSet<String>) {
     let mut names = BTreeSet::new();
     let mut histograms = BTreeSet::new();
-    for file in ["crates/safegate-tower/src/metrics.rs", "crates/safegate-live/src/metrics.rs"] {
+    for file in [
+        "crates/safegate-tower/src/metrics.rs",
+        "crates/safegate-live/src/metrics.rs",
+        "crates/safegate/src/fleet_cmd.rs",
+    ] {
         let src = std::fs::read_to_string(root().join(file)).unwrap();
         for (i, _) in src.match_indices("\"safegate_") {
             let name: String = src[i + 1..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
@@ -132,6 +137,10 @@ fn every_expression_names_only_metrics_we_publish() {
         "safegate_jobs_retried_total",
         "safegate_jobs_redelivered_total",
         "safegate_jobs_lost",
+        "safegate_fleet_gate_mode",
+        "safegate_fleet_grants_total",
+        "safegate_fleet_silences_total",
+        "safegate_fleet_decisions_without_price_total",
     ] {
         assert!(used.contains(m), "no panel shows {m}");
     }

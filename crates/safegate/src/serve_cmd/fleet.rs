@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, OwnedSemaphorePermit};
 
 use super::api::ApiError;
 use super::live::Events;
-use crate::fleet_cmd::{parse_outage, play, Plan, Tick};
+use crate::fleet_cmd::{default_gamma, parse_outage, play, Plan, Tick};
 
 /// Most gate processes of one run from the page.
 pub(crate) const MAX_FLEET_NODES: u32 = 16;
@@ -56,7 +56,7 @@ fn parse(query: &HashMap<String, String>) -> Result<Plan, ApiError> {
         return Err(ApiError::bad(format!("nodes = {nodes}: allowed 1 to {MAX_FLEET_NODES} gate processes")));
     }
     let secs = number("secs", 30.0)?;
-    if !(secs >= 2.0 && secs <= MAX_FLEET_SECONDS) {
+    if !(2.0..=MAX_FLEET_SECONDS).contains(&secs) {
         return Err(ApiError::bad(format!("secs = {secs}: allowed [2, {MAX_FLEET_SECONDS}] seconds")));
     }
     let refresh_ms = whole("refresh_ms", 250)?;
@@ -81,7 +81,7 @@ fn parse(query: &HashMap<String, String>) -> Result<Plan, ApiError> {
         mode,
         lease_ms: whole("lease_ms", 1000)?,
         refresh_ms,
-        gamma: 1e-3,
+        gamma: default_gamma(capacity),
         outage,
         metrics: None,
     };
