@@ -17,6 +17,7 @@
 mod api;
 mod fleet;
 mod live;
+mod sse;
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -33,7 +34,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Flags of `safegate serve`.
 #[derive(Debug, Args)]
@@ -156,24 +157,26 @@ async fn run_handler(
 /// The 409 of a second live or fleet run.
 const ONE_AT_A_TIME: &str = "a live or fleet run is already playing; one at a time";
 
-async fn live_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
+/// A stream's start: from its query and the one-run slot's permit.
+type StartStream = fn(&HashMap<String, String>, OwnedSemaphorePermit) -> Result<Response, api::ApiError>;
+
+/// Takes the one-run slot (409 when a run holds it) and starts the stream.
+fn one_at_a_time(state: &AppState, query: &HashMap<String, String>, start: StartStream) -> Response {
     let Ok(permit) = state.live.clone().try_acquire_owned() else {
         return error(StatusCode::CONFLICT, ONE_AT_A_TIME);
     };
-    match live::stream(&query, permit) {
+    match start(query, permit) {
         Ok(sse) => sse,
         Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
     }
 }
 
+async fn live_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
+    one_at_a_time(&state, &query, live::stream)
+}
+
 async fn fleet_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
-    let Ok(permit) = state.live.clone().try_acquire_owned() else {
-        return error(StatusCode::CONFLICT, ONE_AT_A_TIME);
-    };
-    match fleet::stream(&query, permit) {
-        Ok(sse) => sse,
-        Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
-    }
+    one_at_a_time(&state, &query, fleet::stream)
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {

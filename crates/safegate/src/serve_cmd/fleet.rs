@@ -10,13 +10,12 @@
 use std::collections::HashMap;
 use std::ops::ControlFlow;
 
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse as _, Response};
+use axum::response::Response;
 use safegate_live::fleet_gate::{parse_policy, policy_name};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::api::ApiError;
-use super::live::Events;
+use super::sse;
 use crate::fleet_cmd::{default_gamma, parse_outage, play, Plan, Tick};
 
 /// Most gate processes of one run from the page.
@@ -89,10 +88,6 @@ fn parse(query: &HashMap<String, String>) -> Result<Plan, ApiError> {
     Ok(plan)
 }
 
-fn json_event(name: &str, v: &serde_json::Value) -> Event {
-    Event::default().event(name).data(v.to_string())
-}
-
 /// One `second` event: the aggregate and every gate.
 fn second(tick: &Tick<'_>) -> serde_json::Value {
     let gates: Vec<serde_json::Value> = tick
@@ -116,36 +111,22 @@ fn second(tick: &Tick<'_>) -> serde_json::Value {
 /// Starts the run on its own thread (holding `permit` until it ends) and streams it.
 pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
     let plan = parse(query)?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(json_event(
-        "start",
-        &serde_json::json!({
-            "nodes": plan.nodes, "mode": policy_name(plan.mode), "capacity": plan.capacity,
-            "demand": plan.demand, "secs": plan.secs, "lease_ms": plan.lease_ms, "refresh_ms": plan.refresh_ms,
-            "outage": plan.outage.map(|(a, b)| serde_json::json!({ "start": a, "length": b })),
-        }),
-    ));
-    std::thread::spawn(move || {
-        let _permit = permit;
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(rt) => rt,
-            Err(e) => {
-                let _ = tx.send(json_event("error", &serde_json::json!({ "error": format!("runtime: {e}") })));
-                return;
+    let start = serde_json::json!({
+        "nodes": plan.nodes, "mode": policy_name(plan.mode), "capacity": plan.capacity,
+        "demand": plan.demand, "secs": plan.secs, "lease_ms": plan.lease_ms, "refresh_ms": plan.refresh_ms,
+        "outage": plan.outage.map(|(a, b)| serde_json::json!({ "start": a, "length": b })),
+    });
+    Ok(sse::play(start, permit, move |rt, tx| {
+        let mut on_second = |tick: &Tick<'_>| {
+            if sse::send(tx, "second", &second(tick)) {
+                ControlFlow::Continue(())
+            } else {
+                // The viewer went away: stop the processes and free the slot.
+                ControlFlow::Break(())
             }
         };
-        let mut on_second = |tick: &Tick<'_>| match tx.send(json_event("second", &second(tick))) {
-            Ok(()) => ControlFlow::Continue(()),
-            // The viewer went away: stop the processes and free the slot.
-            Err(_) => ControlFlow::Break(()),
-        };
-        let result = rt.block_on(play(&plan, &mut on_second));
-        let _ = match result.and_then(|r| Ok(serde_json::to_value(r)?)) {
-            Ok(report) => tx.send(json_event("done", &report)),
-            Err(e) => tx.send(json_event("error", &serde_json::json!({ "error": format!("{e:#}") }))),
-        };
-    });
-    Ok(Sse::new(Events::new(rx)).keep_alive(KeepAlive::default()).into_response())
+        Ok(serde_json::to_value(rt.block_on(play(&plan, &mut on_second))?)?)
+    }))
 }
 
 #[cfg(test)]

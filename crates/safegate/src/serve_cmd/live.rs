@@ -6,42 +6,21 @@
 //! response body drains. One run at a time; a bounded wall time.
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use axum::response::sse::{Event, KeepAlive, Sse};
-use axum::response::{IntoResponse as _, Response};
+use axum::response::Response;
 use safegate_core::Policy as _;
 use safegate_live::run::{LiveOptions, LivePolicy, LiveRun, Progress};
 use safegate_sim::variants::variants;
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 
 use super::api::{self, ApiError, ORIGIN};
+use super::sse;
 
 /// Longest live run \[wall seconds\] (`duration / speed`).
 pub(crate) const MAX_LIVE_WALL_SECONDS: f64 = 60.0;
 /// Longest live run \[model seconds\].
 pub(crate) const MAX_LIVE_DURATION: f64 = 400.0;
-
-/// The response body: the events the run's thread sends, until it ends.
-#[derive(Debug)]
-pub(crate) struct Events(mpsc::UnboundedReceiver<Event>);
-
-impl Events {
-    pub(crate) fn new(rx: mpsc::UnboundedReceiver<Event>) -> Self {
-        Self(rx)
-    }
-}
-
-impl futures_core::Stream for Events {
-    type Item = Result<Event, Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.0.poll_recv(cx).map(|e| e.map(Ok))
-    }
-}
 
 /// A live run as the query asks for it: `run` (the JSON of `POST /api/run`: `scenario`,
 /// `set`, `policy`), `duration` \[model s\] and `speed` (model seconds per wall second).
@@ -80,33 +59,18 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy, f64), 
     Ok((LiveRun { cfg, opts }, policy, line))
 }
 
-fn json_event(name: &str, v: &serde_json::Value) -> Event {
-    Event::default().event(name).data(v.to_string())
-}
-
 /// Starts the run on its own thread (holding `permit` until it ends) and streams it.
 pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
     let (run, policy, line) = parse(query)?;
-    let (tx, rx) = mpsc::unbounded_channel();
-    let _ = tx.send(json_event(
-        "start",
-        &serde_json::json!({
-            "policy": policy.name(), "duration": run.cfg.duration, "speed": run.opts.speed,
-            "capacity": run.cfg.pool.capacity, "line": line, "traffic": run.cfg.traffic,
-        }),
-    ));
-    std::thread::spawn(move || {
-        let _permit = permit;
-        let rt = match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-            Ok(rt) => rt,
-            Err(e) => {
-                let _ = tx.send(json_event("error", &serde_json::json!({ "error": format!("runtime: {e}") })));
-                return;
-            }
-        };
+    let start = serde_json::json!({
+        "policy": policy.name(), "duration": run.cfg.duration, "speed": run.opts.speed,
+        "capacity": run.cfg.pool.capacity, "line": line, "traffic": run.cfg.traffic,
+    });
+    Ok(sse::play(start, permit, move |rt, tx| {
         let mut on_progress = |p: &Progress| {
             let q = p.queue as f64;
-            let _ = tx.send(json_event(
+            sse::send(
+                tx,
                 "progress",
                 &serde_json::json!({
                     "t": p.t, "queue": q, "line": line,
@@ -114,18 +78,11 @@ pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePerm
                     "margin": line - q,
                     "admit": p.admit, "limit": p.concurrency, "accounting": p.acc,
                 }),
-            ));
+            );
         };
-        let result = rt.block_on(safegate_live::run::run(&run, policy, &mut on_progress));
-        let _ = match result {
-            Ok(report) => tx.send(json_event(
-                "done",
-                &serde_json::json!({ "summary": report.summary, "accounting": report.accounting, "policy": report.policy }),
-            )),
-            Err(e) => tx.send(json_event("error", &serde_json::json!({ "error": e.to_string() }))),
-        };
-    });
-    Ok(Sse::new(Events::new(rx)).keep_alive(KeepAlive::default()).into_response())
+        let report = rt.block_on(safegate_live::run::run(&run, policy, &mut on_progress))?;
+        Ok(serde_json::json!({ "summary": report.summary, "accounting": report.accounting, "policy": report.policy }))
+    }))
 }
 
 /// The single live-run slot.

@@ -29,6 +29,14 @@ const check = (ok, what) => {
   if (!ok) failures.push(what);
 };
 
+// The form controls of a page without a <label>.
+const unlabelledControls = (page) =>
+  page.evaluate(() =>
+    [...document.querySelectorAll("input, select, textarea")]
+      .filter((el) => !el.labels || el.labels.length === 0)
+      .map((el) => el.id || el.name || el.outerHTML.slice(0, 60)),
+  );
+
 const browser = await chromium.launch({
   executablePath: env("SAFEGATE_CHROMIUM"),
   headless: true,
@@ -57,11 +65,7 @@ try {
   check(Object.keys(weights).length >= 5, `page files loaded: ${Object.keys(weights).join(", ")}`);
 
   // Every form control has a <label>.
-  const unlabelled = await page.evaluate(() =>
-    [...document.querySelectorAll("input, select, textarea")]
-      .filter((el) => !el.labels || el.labels.length === 0)
-      .map((el) => el.id || el.name || el.outerHTML.slice(0, 60)),
-  );
+  const unlabelled = await unlabelledControls(page);
   check(unlabelled.length === 0, `controls without a label: ${unlabelled.join(", ")}`);
 
   // Moves a control to `value` and waits for the chart drawn from a run started after the
@@ -147,11 +151,7 @@ try {
   // The live view: labels, and a short live run (its own redis-server) streamed to the end.
   const live = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   await live.goto(url.replace(/\/?$/, "/live"), { waitUntil: "load" });
-  const liveUnlabelled = await live.evaluate(() =>
-    [...document.querySelectorAll("input, select, textarea")]
-      .filter((el) => !el.labels || el.labels.length === 0)
-      .map((el) => el.id || el.outerHTML.slice(0, 60)),
-  );
+  const liveUnlabelled = await unlabelledControls(live);
   check(liveUnlabelled.length === 0, `live view: controls without a label: ${liveUnlabelled.join(", ")}`);
   await live.fill("#duration", "10");
   await live.fill("#speed", "5");
@@ -176,11 +176,7 @@ try {
   const fleetErrors = [];
   fleet.on("pageerror", (e) => fleetErrors.push(String(e)));
   await fleet.goto(url.replace(/\/?$/, "/fleet"), { waitUntil: "load" });
-  const fleetUnlabelled = await fleet.evaluate(() =>
-    [...document.querySelectorAll("input, select, textarea")]
-      .filter((el) => !el.labels || el.labels.length === 0)
-      .map((el) => el.id || el.outerHTML.slice(0, 60)),
-  );
+  const fleetUnlabelled = await unlabelledControls(fleet);
   check(fleetUnlabelled.length === 0, `fleet view: controls without a label: ${fleetUnlabelled.join(", ")}`);
   await fleet.fill("#nodes", "3");
   await fleet.fill("#secs", "10");
