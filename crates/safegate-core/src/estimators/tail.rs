@@ -195,15 +195,20 @@ pub fn gpd_fit(excesses: &[f64], threshold: f64) -> Option<GpdFit> {
 /// Returns the chosen `k` and the plot; `None` when the sample is too small.
 pub fn stable_k(sample: &[f64]) -> Option<(usize, Vec<(usize, f64)>)> {
     let mut xs: Vec<f64> = sample.iter().copied().filter(|x| x.is_finite() && *x > 0.0).collect();
+    xs.sort_unstable_by(|a, b| b.total_cmp(a));
+    stable_k_descending(&xs)
+}
+
+/// [`stable_k`] on finite positive values already sorted in descending order.
+fn stable_k_descending(xs: &[f64]) -> Option<(usize, Vec<(usize, f64)>)> {
     let n = xs.len();
     if n < MIN_SAMPLE {
         return None;
     }
-    xs.sort_unstable_by(|a, b| b.total_cmp(a));
     // Prefix sums of ln X₍ᵢ₎ make every α̂(k) O(1).
     let mut logs = Vec::with_capacity(n + 1);
     logs.push(0.0);
-    for x in &xs {
+    for x in xs {
         let last = *logs.last().unwrap_or(&0.0);
         logs.push(last + x.ln());
     }
@@ -291,7 +296,9 @@ pub fn classify(sample: &[f64]) -> TailReport {
     let Some(gpd) = gpd_fit(&excesses, threshold) else {
         return empty(format!("the top {k_gpd} of {n} values do not exceed the threshold {threshold}: no tail to fit"));
     };
-    let (hill_est, plot) = match stable_k(&xs) {
+    // `xs` is sorted in descending order: its positive values are a prefix.
+    let positive = xs.partition_point(|x| *x > 0.0);
+    let (hill_est, plot) = match stable_k_descending(&xs[..positive]) {
         Some((k, plot)) => (hill(&xs, k), plot),
         None => (None, Vec::new()),
     };
