@@ -46,8 +46,15 @@ impl CheckOptions {
         if !in_open01(self.epsilon) {
             return Err(format!("--epsilon {}: must be in (0, 1)", self.epsilon));
         }
-        if !(self.horizon > 0.0 && self.horizon.is_finite()) {
-            return Err(format!("--horizon {}: must be a positive number of seconds", self.horizon));
+        // The draft boundary carries the horizon: it must be one a boundary file accepts,
+        // from one decision period to MAX_STEPS of them.
+        let period = Boundary::default().decision.period;
+        let longest = period * safegate_core::limits::MAX_STEPS;
+        if !(self.horizon >= period && self.horizon <= longest) {
+            return Err(format!(
+                "--horizon {}: must be between one decision period ({period} s) and {longest:.0} s, the horizons a boundary file accepts",
+                self.horizon
+            ));
         }
         if !in_open01(self.eta) {
             return Err(format!("--eta {}: must be in (0, 1)", self.eta));
@@ -273,10 +280,19 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
             if tel.signal == Some(Signal::InFlight) { ", or a `limit` column" } else { "" }
         ))
     })?;
+    // A window shorter than the data's sampling interval holds no sample: counting it as
+    // exit-free would be evidence the data do not hold.
+    let interval = median_interval(tel);
+    if opts.horizon < interval {
+        return Err(err(format!(
+            "--horizon {}: shorter than the data's median sampling interval of {interval} s, so a window would hold no sample",
+            opts.horizon
+        )));
+    }
     let line = opts.threshold * capacity;
     let margin = margin(tel, opts, capacity, line);
     let runs = excursion_runs(tel, line);
-    let exits = exit_check(tel, opts, &runs);
+    let exits = exit_check(tel, opts, line, runs.len());
     let excursions = excursion_stats(tel, &runs, capacity, line);
     let severity = severity(tel, opts, capacity, line, &excursions);
     let seen = Seen::of(tel);
@@ -360,21 +376,49 @@ fn excursion_runs(tel: &Telemetry, line: f64) -> Vec<(usize, usize)> {
     runs
 }
 
-fn exit_check(tel: &Telemetry, opts: &CheckOptions, runs: &[(usize, usize)]) -> ExitCheck {
+/// The median gap between consecutive rows \[s\] (at least two rows).
+fn median_interval(tel: &Telemetry) -> f64 {
+    let mut gaps: Vec<f64> = tel.t.windows(2).map(|w| w[1] - w[0]).collect();
+    let mid = gaps.len() / 2;
+    *gaps.select_nth_unstable_by(mid, f64::total_cmp).1
+}
+
+/// Whole horizons from the first row that hold at least one row, and those in which the
+/// signal was above `line` at some row or entered it above (the row before was above).
+/// Windows a gap in the data leaves empty count as neither: they are not evidence.
+fn window_counts(tel: &Telemetry, horizon: f64, line: f64) -> (u64, u64) {
     let t0 = tel.t[0];
-    let span = tel.t[tel.len() - 1] - t0;
-    let windows = (span / opts.horizon).floor() as u64;
-    // A window has an exit if any excursion starts in it, or it opens outside.
-    let mut hit = vec![false; windows as usize];
-    for &(s, e) in runs {
-        let (ws, we) = (((tel.t[s] - t0) / opts.horizon) as u64, ((tel.t[e] - t0) / opts.horizon) as u64);
-        for w in ws..=we.min(windows.saturating_sub(1)) {
-            if (w as usize) < hit.len() {
-                hit[w as usize] = true;
+    let whole = ((tel.t[tel.len() - 1] - t0) / horizon).floor() as u64;
+    let (mut windows, mut exits) = (0u64, 0u64);
+    let mut current: Option<(u64, bool)> = None;
+    let mut above_before = false;
+    for (&t, &x) in tel.t.iter().zip(&tel.x) {
+        let w = ((t - t0) / horizon) as u64;
+        if w >= whole {
+            break;
+        }
+        match current {
+            Some((cw, hit)) if cw == w => current = Some((w, hit || x > line)),
+            _ => {
+                if let Some((_, hit)) = current {
+                    windows += 1;
+                    exits += u64::from(hit);
+                }
+                current = Some((w, above_before || x > line));
             }
         }
+        above_before = x > line;
     }
-    let exits = hit.iter().filter(|h| **h).count() as u64;
+    if let Some((_, hit)) = current {
+        windows += 1;
+        exits += u64::from(hit);
+    }
+    (windows, exits)
+}
+
+fn exit_check(tel: &Telemetry, opts: &CheckOptions, line: f64, excursions: usize) -> ExitCheck {
+    let span = tel.t[tel.len() - 1] - tel.t[0];
+    let (windows, exits) = window_counts(tel, opts.horizon, line);
     let frequency = Frequency::from_counts(exits, windows);
     let verdict = frequency.verdict(opts.epsilon);
     let needed = trials_to_show(opts.epsilon);
@@ -406,7 +450,7 @@ fn exit_check(tel: &Telemetry, opts: &CheckOptions, runs: &[(usize, usize)]) -> 
         frequency,
         verdict,
         windows_needed: needed,
-        excursions_per_hour: if hours > 0.0 { runs.len() as f64 / hours } else { 0.0 },
+        excursions_per_hour: if hours > 0.0 { excursions as f64 / hours } else { 0.0 },
         reason,
     }
 }

@@ -174,3 +174,32 @@ fn the_check_needs_a_capacity_and_sane_options() {
     assert_eq!(r.exits.verdict, safegate_core::stats::Verdict::NotEstablished);
     assert!(r.findings.iter().all(|f| !f.flagged));
 }
+
+/// A horizon of 1e-12 s once sized a vector of one flag per window (3.6e15 of them for an
+/// hour of data): horizons a boundary file refuses, or shorter than a sample interval, are
+/// refused naming the flag; windows a gap in the data leaves empty are not counted.
+#[test]
+fn horizons_are_bounded_and_empty_windows_are_no_evidence() {
+    let (t, _) = parse("t.csv", "time,queue\n0,1\n1,2\n2,1\n3,2\n").unwrap();
+    let opts = |horizon| CheckOptions { capacity: Some(10.0), horizon, ..CheckOptions::default() };
+    for bad in [1e-12, 0.01, 1e7, f64::INFINITY, f64::NAN] {
+        let e = check(&t, &opts(bad), "t.csv").unwrap_err();
+        assert!(e.to_string().contains("--horizon"), "{bad}: {e}");
+    }
+    let e = check(&t, &opts(0.5), "t.csv").unwrap_err();
+    assert!(e.to_string().contains("sampling interval of 1 s"), "{e}");
+    // Rows at 0..=9 s, one above the line (7 of 10) at 4 s, then a gap to 1,000 s: of the
+    // hundred whole 10-s windows only the first holds rows, and it has the exit.
+    let mut csv = String::from("time,queue\n");
+    for i in 0..10 {
+        csv += &format!("{i},{}\n", if i == 4 { 9 } else { 1 });
+    }
+    csv += "1000,1\n";
+    let (g, _) = parse("g.csv", &csv).unwrap();
+    let r = check(&g, &opts(10.0), "g.csv").unwrap();
+    assert_eq!((r.exits.frequency.trials, r.exits.frequency.exits), (1, 1));
+    // A window that opens above the line counts as an exit though no row inside is above.
+    let (h, _) = parse("h.csv", "time,queue\n0,1\n9,9\n10,1\n15,1\n20,1\n25,1\n30,1\n").unwrap();
+    let r = check(&h, &opts(10.0), "h.csv").unwrap();
+    assert_eq!((r.exits.frequency.trials, r.exits.frequency.exits), (3, 2));
+}
