@@ -1,4 +1,4 @@
-//! Property test over the scenario and boundary parsers (issue "bad input"): for arbitrary
+//! Property test over the scenario, boundary and fleet-file parsers (issue "bad input"): for arbitrary
 //! values of any numeric key, parsing and checking never panic, and whatever is accepted
 //! fits the stated budgets (`safegate_core::limits`), so running it is bounded in time and
 //! memory. Accepted configurations small enough are also run, filtered and not.
@@ -11,6 +11,7 @@ use safegate_core::boundary::Boundary;
 use safegate_core::limits::{MAX_EVENTS, MAX_STEPS};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::SeedGate;
+use safegate_sim::fleet::{run_fleet, FleetRecord, FleetScenario, GatePolicy, MAX_DELAY_STEPS};
 use safegate_sim::{Mode, RunOptions, Scenario};
 
 const SCENARIO_KEYS: &[&str] = &[
@@ -67,6 +68,26 @@ const BOUNDARY_KEYS: &[&str] = &[
     "concurrency.knee",
     "decision.period",
     "decision.rate_tau",
+];
+
+const FLEET_KEYS: &[&str] = &[
+    "fleet.comfortable",
+    "fleet.service_rate",
+    "fleet.threshold",
+    "fleet.duration",
+    "fleet.dt",
+    "fleet.seed",
+    "fleet.copies",
+    "fleet.gate.rate",
+    "fleet.gate.executors",
+    "fleet.gate.capacity",
+    "fleet.gate.delay",
+    "fleet.gate.weight",
+    "fleet.gate.initial_queue",
+    "fleet.price.gain",
+    "fleet.price.capacity",
+    "fleet.price.utilisation",
+    "fleet.price.initial",
 ];
 
 /// A number as TOML writes it (`nan`, `inf`, `-inf`, exponents), or an integer.
@@ -157,6 +178,48 @@ proptest! {
         let out = safegate_sim::run(Mode::Stepped, &cfg, &mut f, RunOptions::default()).unwrap();
         prop_assert!(out.summary.queue_max.is_finite(), "{ov:?}");
     }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// Any values in a fleet file: an error naming a field, or a fleet within budget that
+    /// runs (priced, and each gate on its own registry policy) when small enough.
+    #[test]
+    fn fleet_files_are_refused_or_bounded(ov in overrides(FLEET_KEYS)) {
+        let base = "[fleet]\ncopies = 2\nduration = 20\ndt = 0.01\ngate = { delay = 0.05 }\n[fleet.price]\ngain = 0.05\n";
+        let Ok(s) = FleetScenario::from_toml_with(base, "fuzz", &ov) else { return Ok(()) };
+        let Ok(cfg) = s.config("fuzz") else { return Ok(()) };
+        let gates = cfg.gates.len() as f64;
+        prop_assert!(cfg.duration / cfg.dt * gates <= MAX_STEPS, "{ov:?}");
+        for g in &cfg.gates {
+            prop_assert!(g.delay / cfg.dt <= MAX_DELAY_STEPS, "{ov:?}");
+        }
+        if cfg.steps() as f64 * gates <= 20_000.0 {
+            if std::env::var_os("FUZZ_SHOW").is_some() {
+                eprintln!("fleet runs: {ov:?}");
+            }
+            let mut priced: Vec<GatePolicy> = cfg.gates.iter().map(|_| GatePolicy::Priced).collect();
+            let out = run_fleet(&cfg, &mut priced, FleetRecord::default())
+                .map_err(|e| TestCaseError::fail(format!("{ov:?}: accepted fleet, refused run: {e}")))?;
+            prop_assert!(out.admitted.is_finite() && out.goodput.is_finite(), "{ov:?}");
+            let local: Result<Vec<GatePolicy>, String> =
+                (0..cfg.gates.len()).map(|i| GatePolicy::named("gradient2+pool", &cfg, i)).collect();
+            if let Ok(mut local) = local {
+                let out = run_fleet(&cfg, &mut local, FleetRecord::default()).unwrap();
+                prop_assert!(out.admitted.is_finite(), "{ov:?}");
+            }
+        }
+    }
+}
+
+/// A price delay of 1e4 s at dt = 1e-8 (a run of one second: 1e8 steps, within the step
+/// budget) tried to allocate 8 TB of price history (found by review).
+#[test]
+fn a_long_delay_at_a_fine_step_is_refused() {
+    let text = "[fleet]\nduration = 1\ndt = 1e-8\ngates = [{ delay = 1e4 }]\n[fleet.price]\ngain = 0.05\n";
+    let e = FleetScenario::from_toml(text, "t").unwrap().config("t").unwrap_err().to_string();
+    assert!(e.contains("fleet.gates[0].delay") && e.contains("price history"), "{e}");
 }
 
 /// A noise redraw instant that `t / period` rounds just below a whole number used to give

@@ -11,6 +11,9 @@ use crate::model::{Busy, Pool};
 pub const MAX_GATES: usize = 10_000;
 /// Longest price feedback delay \[s\].
 pub const MAX_DELAY: f64 = 1e4;
+/// Most steps of price history a run keeps for its longest delay (`delay / dt`, one number
+/// each): a delay of 1e4 s at dt = 1e-8 once tried to allocate 8 TB.
+pub const MAX_DELAY_STEPS: f64 = 1e6;
 
 /// One admission gate of the fleet: its traffic, its own executors and backlog, and what it
 /// pays for the shared dependency. A `gates = [{ … }, …]` entry of a fleet file.
@@ -170,6 +173,15 @@ impl FleetConfig {
         check::within("fleet.duration", self.duration, f64::MIN_POSITIVE, 1e9, "(0, 1e9] seconds")?;
         if !(self.dt > 0.0 && self.dt <= self.duration) {
             return Err(RangeError::new("fleet.dt", self.dt, format!("(0, fleet.duration = {}]", self.duration)));
+        }
+        for (i, g) in self.gates.iter().enumerate() {
+            budget(
+                &format!("fleet.gates[{i}].delay"),
+                g.delay,
+                g.delay / self.dt,
+                MAX_DELAY_STEPS,
+                "delay / fleet.dt steps of price history",
+            )?;
         }
         let work = self.duration / self.dt * self.gates.len() as f64;
         budget("fleet.duration", self.duration, work, MAX_STEPS, "fleet.duration / fleet.dt × gates")?;
