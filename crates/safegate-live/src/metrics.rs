@@ -1,6 +1,7 @@
 //! `/metrics` in Prometheus's text format while a live run goes on. Names shared with the
 //! tower layer (`safegate_limit`, `safegate_in_flight`, `safegate_waiting`,
-//! `safegate_admit_share`, `safegate_requests_*_total`, `safegate_decisions_total`,
+//! `safegate_admit_share`, `safegate_barrier_margin`, `safegate_observed_exit_frequency`,
+//! `safegate_requests_*_total`, `safegate_decisions_total`,
 //! `safegate_filter_interventions_total`, `safegate_backup_activations_total`) mean the
 //! same; `safegate_jobs_*` are the live system's own.
 
@@ -37,6 +38,10 @@ pub struct Snapshot {
     pub backup_activations: u64,
     /// Backlog bound.
     pub bound: u64,
+    /// The barrier's margin `θ·capacity − q` at the latest decision \[jobs\].
+    pub margin: f64,
+    /// Decisions taken with the backlog above `θ·capacity`.
+    pub exits: u64,
 }
 
 /// Render a snapshot.
@@ -68,6 +73,14 @@ pub fn render(s: &Snapshot) -> String {
     );
     g("safegate_backlog_bound", "gauge", "The backlog's bound, enforced at the enqueue.", s.bound.to_string());
     g("safegate_admit_share", "gauge", "Share of offers admitted.", format!("{}", s.admit));
+    g("safegate_barrier_margin", "gauge", "The barrier's margin θ·capacity − q [jobs].", format!("{}", s.margin));
+    let freq = if s.decisions > 0 { s.exits as f64 / s.decisions as f64 } else { 0.0 };
+    g(
+        "safegate_observed_exit_frequency",
+        "gauge",
+        "Share of decisions taken with the backlog above θ·capacity.",
+        format!("{freq}"),
+    );
     g("safegate_decisions_total", "counter", "Controller decisions.", s.decisions.to_string());
     g("safegate_filter_interventions_total", "counter", "Decisions the filter changed.", s.interventions.to_string());
     g("safegate_backup_activations_total", "counter", "Backup activations.", s.backup_activations.to_string());
@@ -151,5 +164,22 @@ impl MetricsServer {
     pub async fn shutdown(self) {
         let _ = self.stop.send(true);
         let _ = tokio::time::timeout(std::time::Duration::from_secs(2), self.task).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_margin_and_the_exit_frequency_are_published() {
+        let acc = Accounting { admitted: 150, in_backlog: 150, ..Accounting::default() };
+        let s = Snapshot { acc, decisions: 8, exits: 2, margin: -10.0, slots: 8, bound: 200, ..Snapshot::default() };
+        let text = render(&s);
+        assert!(text.contains("\nsafegate_barrier_margin -10\n"), "{text}");
+        assert!(text.contains("\nsafegate_observed_exit_frequency 0.25\n"), "{text}");
+        // Before the first decision there is no frequency to speak of: 0, not NaN.
+        let text = render(&Snapshot::default());
+        assert!(text.contains("\nsafegate_observed_exit_frequency 0\n"), "{text}");
     }
 }

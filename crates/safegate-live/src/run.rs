@@ -260,6 +260,11 @@ pub struct LiveRun {
     pub cfg: Config,
     /// How it is played.
     pub opts: LiveOptions,
+    /// The safe set's line `θ·capacity` \[jobs\] (usually
+    /// [`Scenario::safe_threshold`](safegate_sim::Scenario::safe_threshold) × capacity):
+    /// `/metrics` publishes the barrier margin `line − q` and the share of decisions taken
+    /// with `q > line`, as the tower layer does.
+    pub line: f64,
 }
 
 /// Play `run` under `policy`; `progress` hears about it four times a second.
@@ -320,7 +325,9 @@ pub async fn run(
         crate::downstream::probe(u).await?;
     }
     // Metrics.
-    let snapshot = Arc::new(Mutex::new(Snapshot { slots, bound, admit: 1.0, ..Snapshot::default() }));
+    let line = run.line;
+    let snapshot = Arc::new(Mutex::new(Snapshot { slots, bound, admit: 1.0, margin: line, ..Snapshot::default() }));
+    let mut exits = 0u64;
     let metrics = match opts.metrics {
         Some(addr) => Some(MetricsServer::start(addr, snapshot.clone()).await?),
         None => None,
@@ -412,6 +419,9 @@ pub async fn run(
         };
         let action = policy.decide(&obs);
         decisions += 1;
+        if q > line {
+            exits += 1;
+        }
         if backlog.publish(action.admit, action.concurrency, bound).await.is_err() {
             errors += 1;
         }
@@ -435,6 +445,8 @@ pub async fn run(
                 interventions: fs.map_or(0, |f| f.interventions),
                 backup_activations: fs.map_or(0, |f| f.infeasible),
                 bound,
+                margin: line - q,
+                exits,
             };
             if let (Some(buf), Some(every)) = (scrapes.as_mut(), opts.scrape_every) {
                 if t >= next_scrape {

@@ -385,24 +385,26 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
     plan.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let json = args.json;
+    let mut status = crate::progress::StatusLine::new();
     let report = rt.block_on(play(&plan, &mut |tick: &Tick<'_>| {
         if !json {
             let s = tick.second;
-            eprint!(
-                "\rt {:>5.0} s  admitted {:>7.1}/s (bound {:.0})  Jain {:.3}  coordinator {}   ",
+            let line = format!(
+                "t {:>5.0} s  admitted {:>7.1}/s (bound {:.0})  Jain {:.3}  coordinator {}",
                 s.t,
                 s.admitted,
                 plan.capacity,
                 s.jain,
                 if s.coordinator_up { "up" } else { "DOWN" }
             );
+            status.show(&line, s.t / plan.secs);
         }
         ControlFlow::Continue(())
     }))?;
     if json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
-        eprintln!();
+        status.finish();
         print_report(&report, args.secs);
     }
     Ok(ExitCode::SUCCESS)

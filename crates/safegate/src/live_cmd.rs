@@ -1,7 +1,6 @@
 //! `safegate live`: a scenario played by a real Redis-backed worker pool on loopback, and
 //! `safegate executor`: executors as a separate process against a live run's Redis.
 
-use std::io::IsTerminal as _;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -169,9 +168,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let (label, policy) = make()?;
     // The same scenario and policy in the stochastic simulator, for the side-by-side
     // column (milliseconds beside a live run's seconds).
-    // The verdicts' safe line: the scenario's boundary θ when it has one, else the gate's.
-    let line =
-        variant.scenario.boundary.as_ref().map_or(scenario.gate.threshold, |b| b.barrier.threshold) * cfg.pool.capacity;
+    // The verdicts' safe line (and the live metrics' barrier margin).
+    let line = variant.scenario.safe_threshold() * cfg.pool.capacity;
     let sim = if args.no_sim {
         None
     } else {
@@ -219,13 +217,12 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         let flag = format!("--{}", e.field.replace('.', "-"));
         anyhow::anyhow!("{}", e.to_string().replacen(&e.field, &flag, 1))
     })?;
-    let live_run = LiveRun { cfg: cfg.clone(), opts };
+    let live_run = LiveRun { cfg: cfg.clone(), opts, line };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .context("starting the async runtime")?;
-    let tty = std::io::stderr().is_terminal();
     if let Some(url) = &args.redis {
         eprintln!(
             "note: the run starts by deleting the keys under {:?} on {} (--namespace picks another prefix)",
@@ -242,26 +239,13 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             cfg.duration / args.speed
         );
     }
-    let mut last_decile = -1i64;
-    let mut on_progress = |p: &Progress| {
-        let line = progress_line(p);
-        if tty {
-            eprint!("\r{line}\x1b[K");
-        } else {
-            let decile = (10.0 * p.t / p.duration).floor() as i64;
-            if decile > last_decile {
-                last_decile = decile;
-                eprintln!("{line}");
-            }
-        }
-    };
+    let mut status = crate::progress::StatusLine::new();
+    let mut on_progress = |p: &Progress| status.show(&progress_line(p), p.t / p.duration);
     let report: LiveReport = rt.block_on(async {
         let r = safegate_live::run::run(&live_run, policy, &mut on_progress).await;
         r
     })?;
-    if tty {
-        eprintln!();
-    }
+    status.finish();
     let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
     let run_report = RunReport {
         label: format!("live: {label}"),

@@ -18,16 +18,19 @@ pub(crate) fn scenario(toml: &str) -> (Scenario, Config) {
     (s, c)
 }
 
-/// Play `policy` live at `speed` on a private redis-server.
+/// Play `policy` live at `speed` on a private redis-server; `/metrics`' barrier line at
+/// the cap (these runs read the report, not the margin).
 pub(crate) async fn live_with(cfg: &Config, policy: LivePolicy, speed: f64) -> LiveReport {
-    let run = LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() } };
+    let run =
+        LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() }, line: cfg.pool.capacity };
     safegate_live::run::run(&run, policy, &mut |_| {}).await.unwrap()
 }
 
 /// Play the scenario's primary policy live at `speed` on a private redis-server.
 pub(crate) async fn live(s: &Scenario, cfg: &Config, speed: f64) -> LiveReport {
     let policy = variants(s, false).unwrap().pop().unwrap().policy;
-    let run = LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() } };
+    let line = s.safe_threshold() * cfg.pool.capacity;
+    let run = LiveRun { cfg: cfg.clone(), opts: LiveOptions { speed, ..LiveOptions::default() }, line };
     safegate_live::run::run(&run, policy.into(), &mut |_| {}).await.unwrap()
 }
 

@@ -142,6 +142,14 @@ impl Scenario {
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
         Self::load_with(path, &[])
     }
+
+    /// The safe set's threshold θ, as a fraction of the queue's capacity: the boundary's
+    /// barrier when the scenario has one, else the gate's threshold. The line
+    /// `θ·capacity` is what the verdicts' "time beyond θ·cap", the live system's barrier
+    /// margin and its observed exit frequency are measured against.
+    pub fn safe_threshold(&self) -> f64 {
+        self.boundary.as_ref().map_or(self.gate.threshold, |b| b.barrier.threshold)
+    }
 }
 
 fn read(path: &Path) -> Result<String, ScenarioError> {

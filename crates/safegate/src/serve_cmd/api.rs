@@ -131,9 +131,7 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
     if let Some(points) = req.points {
         stride = stride.max(steps.div_ceil(points as u64) as usize);
     }
-    // The verdicts' safe line: the boundary's θ when there is one, else the gate's.
-    let theta = scenario.boundary.as_ref().map_or(scenario.gate.threshold, |b| b.barrier.threshold);
-    let line = theta * cfg.pool.capacity;
+    let line = scenario.safe_threshold() * cfg.pool.capacity;
     let reports = match policy_spec(req)? {
         None => {
             let vs = variants(&scenario, req.baseline).map_err(|e| match e {

@@ -24,7 +24,7 @@ pub(crate) const MAX_LIVE_DURATION: f64 = 400.0;
 
 /// A live run as the query asks for it: `run` (the JSON of `POST /api/run`: `scenario`,
 /// `set`, `policy`), `duration` \[model s\] and `speed` (model seconds per wall second).
-fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy, f64), ApiError> {
+fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiError> {
     let req = api::parse(query.get("run").map_or("", String::as_str))?;
     let number = |key: &str, default: f64| -> Result<f64, ApiError> {
         query.get(key).map_or(Ok(default), |v| {
@@ -52,16 +52,17 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy, f64), 
         Some(spec) => LivePolicy::from_spec(&spec, &cfg, scenario.boundary.as_ref())
             .map_err(|e| ApiError::bad(format!("policy: {e}")))?,
     };
-    let line = scenario.gate.threshold * cfg.pool.capacity;
+    let line = scenario.safe_threshold() * cfg.pool.capacity;
     // Its own redis-server, the emulated downstream, executors in this process: the defaults.
     let opts = LiveOptions { speed, namespace: "safegate-serve".into(), ..LiveOptions::default() };
     opts.check().map_err(|e| ApiError::bad(e.to_string()))?;
-    Ok((LiveRun { cfg, opts }, policy, line))
+    Ok((LiveRun { cfg, opts, line }, policy))
 }
 
 /// Starts the run on its own thread (holding `permit` until it ends) and streams it.
 pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
-    let (run, policy, line) = parse(query)?;
+    let (run, policy) = parse(query)?;
+    let line = run.line;
     let start = serde_json::json!({
         "policy": policy.name(), "duration": run.cfg.duration, "speed": run.opts.speed,
         "capacity": run.cfg.pool.capacity, "line": line, "traffic": run.cfg.traffic,

@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 /// Kills the server when the test ends, passing or not.
-pub(crate) struct Server(Child);
+pub(crate) struct Server(pub(crate) Child);
 
 impl Drop for Server {
     fn drop(&mut self) {
