@@ -34,6 +34,7 @@ pub mod falsify;
 pub mod fleet;
 pub mod fluid;
 pub mod health;
+pub mod input;
 pub mod model;
 pub mod record;
 pub mod scenario;

@@ -110,8 +110,7 @@ impl FleetScenario {
 
     /// Read and parse a fleet file.
     pub fn load(path: &Path) -> Result<Self, ScenarioError> {
-        let text =
-            std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+        let text = crate::scenario::read(path)?;
         let mut s = Self::from_toml(&text, &path.display().to_string())?;
         if let (Some(h), Some(dir)) = (s.health.as_mut(), path.parent()) {
             if let Some(file) = h.file.as_mut().filter(|f| f.is_relative()) {

@@ -152,8 +152,9 @@ impl Scenario {
     }
 }
 
-fn read(path: &Path) -> Result<String, ScenarioError> {
-    std::fs::read_to_string(path).map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })
+pub(crate) fn read(path: &Path) -> Result<String, ScenarioError> {
+    crate::input::read_text(path, crate::input::MAX_CONFIG_BYTES)
+        .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })
 }
 
 /// Read and parse a boundary file ([`Boundary::from_toml`]), with the same error messages

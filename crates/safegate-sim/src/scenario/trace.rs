@@ -6,7 +6,8 @@ use super::ScenarioError;
 
 /// Read a `t,health` CSV (an optional header line; `#` comments and blank lines skipped).
 pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
-    let text = super::read(path)?;
+    let text = crate::input::read_text(path, crate::input::MAX_TRACE_BYTES)
+        .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
     let err = |line: usize, message: String| ScenarioError::Trace { path: path.to_path_buf(), line, message };
     let mut points: Vec<(f64, f64)> = Vec::new();
     for (i, raw) in text.lines().enumerate() {
