@@ -29,6 +29,10 @@ use tower::{Layer, Service};
 
 /// Most requests × rounds per stack and thread: about a minute on two cores.
 const MAX_BENCH_REQUESTS: f64 = 2e8;
+/// Most rounds: a round costs about 1 ms beyond its requests (its stacks and threads are
+/// set up anew), so `--rounds 1e8 --requests 1` was within the request budget and would
+/// have run for a day.
+const MAX_BENCH_ROUNDS: usize = 10_000;
 
 /// Flags of `safegate bench`.
 #[derive(Debug, Args)]
@@ -278,6 +282,12 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
     };
     if a.requests == 0 || a.rounds == 0 {
         bail!("--requests and --rounds must be at least 1");
+    }
+    if a.rounds > MAX_BENCH_ROUNDS {
+        bail!(
+            "--rounds {} is out of range: allowed [1, {MAX_BENCH_ROUNDS}] (each round costs about 1 ms of set-up)",
+            a.rounds
+        );
     }
     // Five stacks, one and two threads: about 10 requests' work per request and round.
     safegate_core::limits::budget(

@@ -89,7 +89,38 @@ enum Command {
     Serve(serve_cmd::ServeArgs),
 }
 
+/// `println!` panics when standard output fails: "failed printing to stdout: Broken pipe"
+/// under `safegate run --json | head`, "No space left on device" on a full disk. Neither is
+/// a bug of the command. A closed pipe ends the program quietly with the status a
+/// `SIGPIPE` would give (141), as a filter's writer ends; any other failure is an error
+/// naming standard output, exit 2. A failing standard error ends it with 2 and no word
+/// (there is nowhere to say it). Every other panic keeps the default report.
+fn output_failures_are_errors() {
+    let default = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("");
+        if let Some(cause) = msg.strip_prefix("failed printing to stdout: ") {
+            if cause.contains("Broken pipe") {
+                std::process::exit(141);
+            }
+            use std::io::Write as _;
+            let _ = writeln!(std::io::stderr(), "error: cannot write to standard output: {cause}");
+            std::process::exit(2);
+        }
+        if msg.starts_with("failed printing to stderr: ") {
+            std::process::exit(2);
+        }
+        default(info);
+    }));
+}
+
 fn main() -> ExitCode {
+    output_failures_are_errors();
     let cli = Cli::parse();
     let result = match cli.command {
         Some(Command::Run(args)) => run_cmd::run(&args),

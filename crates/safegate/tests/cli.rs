@@ -387,3 +387,34 @@ fn json_writes_no_chart_and_help_is_plain() {
     assert!(!text.contains("Constant {") && !text.contains("Health {"), "{text}");
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// Standard output that fails is an error, not a panic: a full disk is exit 2 naming
+/// standard output; a pipe closed early (`| head`) ends quietly with SIGPIPE's 141.
+#[test]
+fn a_failing_standard_output_is_an_error_not_a_panic() {
+    use std::io::Read as _;
+    use std::process::Stdio;
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["run", "--no-svg", "--duration", "10"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("cannot write to standard output") && !err.contains("panicked"), "{err}");
+
+    // A reader that takes 10 bytes and closes the pipe.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args(["run", "--json", "--no-svg"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(141), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -42,9 +42,9 @@ impl Arm<'_> {
         })
     }
 
-    /// A stochastic run, its series recorded when `record`.
-    pub(super) fn stochastic(&self, cfg: &Config, record: bool) -> Result<RunResult, CompareError> {
-        let opts = RunOptions { record_every: record.then_some(1), progress: None };
+    /// A stochastic run, its series recorded every `record`-th sample when given.
+    pub(super) fn stochastic(&self, cfg: &Config, record: Option<usize>) -> Result<RunResult, CompareError> {
+        let opts = RunOptions { record_every: record, progress: None };
         self.run(cfg, |p| crate::stochastic::simulate(cfg, p, opts))
     }
 

@@ -162,6 +162,12 @@ fn filters(cc: &CompareConfig) -> Result<(Vec<SafetyConfig>, SafetyConfig), Comp
     Ok((safety, curve_safety))
 }
 
+/// Most samples of one compared run's series (the trace metrics read it, and the first
+/// seed's is kept for the figures): a longer run is recorded every `steps / 20 000`-th
+/// sample, so a 10⁶-s case holds 20 000 samples rather than 2·10⁷ (it aborted at 2 GB).
+/// The seed's 400 s at 50 ms is 8 000 samples: recorded whole.
+pub const MAX_TRACE_SAMPLES: u64 = 20_000;
+
 /// Run the comparison; `progress` is called with the fraction done. Every policy, case and
 /// the boundary are checked first ([`CompareConfig::check`]): a bad input is an error, never
 /// a panic mid-run.
@@ -229,11 +235,16 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                 Job::Run { case, arm, seed } => {
                     let c = &cc.cases[case];
                     let cfg = Config { seed: 1 + seed as u64 * 7919 + case as u64 * 104_729, ..c.config.clone() };
-                    let run = arm_in(arm, &safety[case]).stochastic(&cfg, true)?;
+                    let stride = cfg.steps().div_ceil(MAX_TRACE_SAMPLES).max(1) as usize;
+                    let mut run = arm_in(arm, &safety[case]).stochastic(&cfg, Some(stride))?;
                     let boundary_depth = b.barrier.threshold * cfg.pool.capacity;
                     let series =
                         run.outcome.series.as_ref().ok_or_else(|| CompareError::Empty("no series recorded".into()))?;
                     let trace = trace_metrics(&cfg, series, boundary_depth);
+                    // Only the first seed's series is drawn; the others are not kept.
+                    if seed != 0 || !cc.traces {
+                        run.outcome.series = None;
+                    }
                     Out::Run { case, arm, seed, run: Box::new(run), trace }
                 }
                 Job::Exit { case, arm, first, count } => {
@@ -248,7 +259,7 @@ pub fn compare(cc: &CompareConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Co
                 }
                 Job::Curve { point, arm } => {
                     let cfg = curve_config(cc.curve_traffic[point]);
-                    let run = arm_in(arm, &curve_safety).stochastic(&cfg, false)?;
+                    let run = arm_in(arm, &curve_safety).stochastic(&cfg, None)?;
                     Out::Curve { point, arm, goodput: run.outcome.summary.cleared / run.outcome.summary.duration }
                 }
             };

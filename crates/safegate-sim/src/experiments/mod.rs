@@ -279,9 +279,18 @@ impl Setup {
     pub fn with_overrides(overrides: &[(String, String)], seed: u64) -> Result<Self, ScenarioError> {
         let origin = "<reproduce>";
         let base = Scenario::from_toml_with("", origin, overrides)?.config(origin)?;
+        // The experiments run hundreds of fluid runs of up to 1200 s each at this step: at
+        // 1e-5 s one of them needed 960 MB and the sweep ran for minutes.
+        if base.dt < MIN_REPRODUCE_DT {
+            let error = safegate_core::RangeError::new("run.dt", base.dt, format!("at least {MIN_REPRODUCE_DT} s in reproduce (the seed's is 0.05; its experiments run hundreds of runs of up to 1200 s at this step)"));
+            return Err(ScenarioError::Invalid { origin: origin.into(), error });
+        }
         Ok(Setup { base, seed, ..Setup::default() })
     }
 }
+
+/// The finest `run.dt` `reproduce --set` takes \[s\].
+pub const MIN_REPRODUCE_DT: f64 = 1e-3;
 
 /// The dip shape of the setup's health schedule (the seed's when it has none).
 pub(crate) fn dip_shape(setup: &Setup) -> crate::DipShape {
@@ -312,6 +321,8 @@ mod tests {
         let unknown = Setup::with_overrides(&[("model.nope".into(), "1".into())], 1).unwrap_err();
         assert!(matches!(unknown, ScenarioError::Parse { .. }), "{unknown}");
         assert!(unknown.to_string().starts_with("<reproduce>: "), "{unknown}");
+        let fine = Setup::with_overrides(&[("run.dt".into(), "1e-5".into())], 1).unwrap_err();
+        assert!(matches!(&fine, ScenarioError::Invalid { error, .. } if error.field == "run.dt"), "{fine}");
         let range = Setup::with_overrides(&[("model.rate".into(), "-1".into())], 1).unwrap_err();
         match range {
             ScenarioError::Invalid { error, .. } => assert_eq!(error.field, "model.rate"),
