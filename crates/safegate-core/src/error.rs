@@ -31,7 +31,15 @@ pub struct RangeError {
 impl RangeError {
     /// `field = value` is out of range; `allowed` says what would do.
     pub fn new(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> Self {
-        Self { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+        let mut value = value.to_string();
+        // A float shown plainly can run to 300 digits (`1e308`, `1e-300`): shown as
+        // [`number`] shows it instead.
+        if value.len() > 24 {
+            if let Ok(x) = value.parse::<f64>() {
+                value = number(x);
+            }
+        }
+        Self { field: field.into(), value, allowed: allowed.into() }
     }
 
     /// The same error with its path under `prefix` (`at("magnitude")`: `eta` →
@@ -173,6 +181,14 @@ mod tests {
             let e = f("x", f64::NAN).unwrap_err();
             assert_eq!((e.field.as_str(), e.value.as_str()), ("x", "NaN"));
         }
+    }
+
+    #[test]
+    fn a_long_float_is_shown_in_exponent_form() {
+        assert_eq!(RangeError::new("x", 1e308, "y").value, "1e308");
+        assert_eq!(RangeError::new("x", 1e-300, "y").value, "1e-300");
+        assert_eq!(RangeError::new("x", 0.05, "y").value, "0.05");
+        assert_eq!(RangeError::new("x", "(a long text that is not a number at all)", "y").value.len(), 41);
     }
 
     #[test]

@@ -112,7 +112,8 @@ impl Config {
         }
         check::within("run.duration", self.duration, f64::MIN_POSITIVE, 1e9, "(0, 1e9] seconds")?;
         if !(self.dt > 0.0 && self.dt <= self.duration) {
-            return Err(RangeError::new("run.dt", self.dt, format!("(0, run.duration = {}]", self.duration)));
+            let duration = safegate_core::error::number(self.duration);
+            return Err(RangeError::new("run.dt", self.dt, format!("(0, run.duration = {duration}]")));
         }
         budget("run.duration", self.duration, self.duration / self.dt, MAX_STEPS, "run.duration / run.dt steps")?;
         if !(self.initial_queue >= 0.0 && self.initial_queue <= p.capacity) {

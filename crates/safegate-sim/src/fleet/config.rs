@@ -172,7 +172,8 @@ impl FleetConfig {
         check::threshold("fleet.threshold", self.threshold)?;
         check::within("fleet.duration", self.duration, f64::MIN_POSITIVE, 1e9, "(0, 1e9] seconds")?;
         if !(self.dt > 0.0 && self.dt <= self.duration) {
-            return Err(RangeError::new("fleet.dt", self.dt, format!("(0, fleet.duration = {}]", self.duration)));
+            let duration = safegate_core::error::number(self.duration);
+            return Err(RangeError::new("fleet.dt", self.dt, format!("(0, fleet.duration = {duration}]")));
         }
         for (i, g) in self.gates.iter().enumerate() {
             budget(

@@ -99,12 +99,12 @@ pub enum ScenarioError {
         /// The field's dotted path (`health.low`), its value and the allowed range.
         error: RangeError,
     },
-    /// A health trace file is malformed.
-    #[error("{path}: line {line}: {message}")]
+    /// A health trace file cannot be read or is malformed.
+    #[error("health.file {}: {}{message}", path.display(), if *line > 0 { format!("line {line}: ") } else { String::new() })]
     Trace {
         /// The trace file.
         path: PathBuf,
-        /// 1-based line number.
+        /// 1-based line number (0: the file as a whole).
         line: usize,
         /// What is wrong.
         message: String,
