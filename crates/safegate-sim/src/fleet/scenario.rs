@@ -63,8 +63,8 @@ pub struct FleetSection {
     pub dt: f64,
     /// Seed of the health noise, if any (1).
     pub seed: u64,
-    /// The gates, one entry each.
-    pub gates: Vec<GateConfig>,
+    /// The gates, one entry each (`gates = []` is refused: a fleet has at least one).
+    pub gates: Option<Vec<GateConfig>>,
     /// One gate per rate, from `gate`.
     pub rates: Option<Vec<f64>>,
     /// This many copies of `gate` (with `rates`: must match its length).
@@ -86,7 +86,7 @@ impl Default for FleetSection {
             duration: d.duration,
             dt: d.dt,
             seed: 1,
-            gates: Vec::new(),
+            gates: None,
             rates: None,
             copies: None,
             gate: GateConfig::default(),
@@ -124,9 +124,11 @@ impl FleetScenario {
     pub fn config(&self, origin: &str) -> Result<FleetConfig, ScenarioError> {
         let invalid = |error: RangeError| ScenarioError::Invalid { origin: origin.to_string(), error };
         let f = &self.fleet;
-        let gates = match (&f.rates, f.copies, f.gates.is_empty()) {
-            (None, None, _) if !f.gates.is_empty() => f.gates.clone(),
-            (None, None, _) => vec![f.gate; 2],
+        let gates = match (&f.rates, f.copies, f.gates.is_none()) {
+            (None, None, _) if f.gates.as_ref().is_some_and(Vec::is_empty) => {
+                return Err(invalid(RangeError::new("fleet.gates", "[]", format!("[1, {MAX_GATES}] gates"))))
+            }
+            (None, None, _) => f.gates.clone().unwrap_or_else(|| vec![f.gate; 2]),
             (_, _, false) => {
                 return Err(invalid(RangeError::new(
                     "fleet.gates",

@@ -290,6 +290,7 @@ fn fleet_files_parse_check_and_name_bad_fields() {
         ("[fleet]\ndt = 0", "fleet.dt", "0"),
         ("[fleet]\nrates = [1, 2]\ncopies = 3", "fleet.copies", "3"),
         ("[fleet]\nrates = [1]\ngates = [{}]", "fleet.gates", "(with rates or copies)"),
+        ("[fleet]\ngates = []", "fleet.gates", "[]"),
         ("[fleet.price]\nutilisation = 1.5", "fleet.price.utilisation", "1.5"),
         ("[fleet]\nthreshold = 1", "fleet.threshold", "1"),
         ("[health]\nlow = 2", "health.low", "2"),
