@@ -192,6 +192,10 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             filter: p.filter_stats(),
         })
     };
+    // Checked even when no retry is on, so a bad value is not silently ignored.
+    if !(args.retry_backoff.is_finite() && (0.0..=1e4).contains(&args.retry_backoff)) {
+        anyhow::bail!("--retry-backoff {} is out of range: allowed [0, 1e4] model seconds", args.retry_backoff);
+    }
     let retry = match (args.retry_probability, args.retry_budget) {
         (None, None) => None,
         (p, b) => Some(RetryPolicy {
@@ -367,8 +371,18 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
     if !(1..=1024).contains(&args.slots) {
         anyhow::bail!("--slots {}: expected 1 to 1024", args.slots);
     }
+    if args.executors > args.slots {
+        anyhow::bail!(
+            "--executors {} is more than --slots {}: an executor takes a slot to work, so the extra ones would only wait",
+            args.executors,
+            args.slots
+        );
+    }
     if !(100..=600_000).contains(&args.heartbeat_ms) {
         anyhow::bail!("--heartbeat-ms {}: expected 100 to 600000", args.heartbeat_ms);
+    }
+    if !(1..=3_600_000).contains(&args.timeout_ms) {
+        anyhow::bail!("--timeout-ms {}: expected 1 to 3600000", args.timeout_ms);
     }
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -162,4 +162,9 @@ fn bad_inputs_are_clear_errors() {
         &format!("127.0.0.1:{port}"),
     );
     fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "0"]), "--executors");
+    // Flags checked even where they would not act yet, rather than ignored.
+    fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "9"]), "--slots 8");
+    fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--timeout-ms", "0"]), "--timeout-ms");
+    fails_with(&safegate(&["live", "--retry-backoff", "nan", "--no-svg"]), "--retry-backoff");
+    fails_with(&safegate(&["live", "--retry-backoff", "-1", "--no-svg"]), "--retry-backoff");
 }
