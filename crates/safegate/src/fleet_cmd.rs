@@ -312,26 +312,30 @@ pub(crate) struct Plan {
 
 impl Plan {
     /// Every setting in range; an error starts with the setting's name (`nodes 0: …`).
+    /// Every value in range; the error starts with the key as the API names it
+    /// (`lease_ms`), which [`flag`] turns into the command line's (`--lease-ms`).
     pub(crate) fn check(&self) -> Result<(), String> {
+        use safegate_core::error::number;
         if !(1..=64).contains(&self.nodes) {
             return Err(format!("nodes {}: expected 1 to 64", self.nodes));
         }
         if !(self.capacity > 0.0 && self.capacity <= 1e5) {
-            return Err(format!("capacity {}: expected (0, 100000] req/s", self.capacity));
+            return Err(format!("capacity {}: expected (0, 100000] req/s", number(self.capacity)));
         }
         if !(self.secs > 0.0 && self.secs <= 3600.0) {
-            return Err(format!("secs {}: expected (0, 3600]", self.secs));
+            return Err(format!("secs {}: expected (0, 3600]", number(self.secs)));
         }
         if !(0.0..=1e6).contains(&self.demand) {
-            return Err(format!("demand {}: expected [0, 1e6] req/s", self.demand));
+            return Err(format!("demand {}: expected [0, 1e6] req/s", number(self.demand)));
         }
         price_config(self.capacity, self.gamma, self.lease_ms).check().map_err(|e| e.to_string())?;
         if !(10..=60_000).contains(&self.refresh_ms) {
-            return Err(format!("refresh-ms {}: expected 10 to 60000", self.refresh_ms));
+            return Err(format!("refresh_ms {}: expected 10 to 60000", self.refresh_ms));
         }
         if let Some((a, b)) = self.outage {
             if !(a >= 0.0 && b > 0.0 && a + b <= self.secs) {
-                return Err(format!("outage {a}:{b}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ secs {}", self.secs));
+                let (a, b, secs) = (number(a), number(b), number(self.secs));
+                return Err(format!("outage {a}:{b}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ secs {secs}"));
             }
             if self.redis.is_some() {
                 return Err("outage: it stops the private Redis, so it cannot be combined with --redis".into());
@@ -339,6 +343,13 @@ impl Plan {
         }
         Ok(())
     }
+}
+
+/// A [`Plan::check`] error as the command line says it: its leading key as a flag
+/// (`lease_ms = 0 …` → `--lease-ms = 0 …`).
+fn flag(e: &str) -> String {
+    let key = e.find([' ', ':']).unwrap_or(e.len());
+    format!("--{}{}", e[..key].replace('_', "-"), &e[key..])
 }
 
 /// `START:LEN` in seconds.
@@ -382,7 +393,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         outage: args.outage.as_deref().map(parse_outage).transpose().map_err(|e| anyhow::anyhow!("--{e}"))?,
         metrics: args.metrics,
     };
-    plan.check().map_err(|e| anyhow::anyhow!("--{e}"))?;
+    plan.check().map_err(|e| anyhow::anyhow!("{}", flag(&e)))?;
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let json = args.json;
     let mut status = crate::progress::StatusLine::new();

@@ -68,6 +68,9 @@ fn bad_fleet_flags_are_clear_errors() {
         (vec!["--outage", "5"], "--outage"),
         (vec!["--outage", "5:100", "--secs", "20"], "--outage"),
         (vec!["--capacity", "-1"], "--capacity"),
+        (vec!["--lease-ms", "0"], "--lease-ms"),
+        (vec!["--refresh-ms", "5"], "--refresh-ms 5"),
+        (vec!["--secs", "1e308"], "--secs 1e308:"),
         (vec!["--redis", "redis://127.0.0.1:1/"], "127.0.0.1:1"),
     ] {
         let out = Command::new(env!("CARGO_BIN_EXE_safegate")).arg("fleet").args(&args).output().unwrap();
