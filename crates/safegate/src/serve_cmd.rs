@@ -23,12 +23,12 @@ use std::collections::HashMap;
 use std::net::IpAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
-use axum::extract::{DefaultBodyLimit, Query, State};
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::extract::{DefaultBodyLimit, FromRequest as _, Query, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
@@ -61,6 +61,12 @@ const UPLOT_LICENSE: &str = include_str!("../assets/vendor/uplot/LICENSE");
 
 /// Simulations running at once; a request beyond them waits for a slot.
 const CONCURRENT_RUNS: usize = 2;
+/// Longest wait for a request's body: a client that declares `Content-Length: 100` and
+/// sends 2 bytes gets a 408 then, rather than holding a connection (and a task) for ever.
+pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// The media types `POST /api/run` takes. Anything else, `text/plain` and form posts above
+/// all (a page on any origin can send those without a CORS preflight), is a 415.
+const ACCEPTED_TYPES: &str = "application/json or application/toml";
 
 #[derive(Debug)]
 struct AppState {
@@ -71,6 +77,8 @@ struct AppState {
     runs: Semaphore,
     /// One live or fleet run at a time.
     live: Arc<Semaphore>,
+    /// [`BODY_TIMEOUT`], shorter in the tests.
+    body_timeout: Duration,
 }
 
 /// The page's policy options: the scenario's gate, then every registry spec.
@@ -84,11 +92,17 @@ fn policy_options() -> String {
 
 /// The server's routes: the pages and their assets, `POST /api/run` and the two streams.
 pub(crate) fn app() -> Router {
+    app_with(BODY_TIMEOUT)
+}
+
+/// [`app`], waiting at most `body_timeout` for a request's body.
+fn app_with(body_timeout: Duration) -> Router {
     let state = Arc::new(AppState {
         index: INDEX_HTML.replace("<!--POLICIES-->", &policy_options()),
         live_page: LIVE_HTML.replace("<!--POLICIES-->", &policy_options()),
         runs: Semaphore::new(CONCURRENT_RUNS),
         live: live::slot(),
+        body_timeout,
     });
     let text = |ty: &'static str, body: &'static str| get(move || async move { ([(header::CONTENT_TYPE, ty)], body) });
     Router::new()
@@ -106,6 +120,8 @@ pub(crate) fn app() -> Router {
         .route("/fleet.js", text("text/javascript; charset=utf-8", FLEET_JS))
         .route("/common.js", text("text/javascript; charset=utf-8", COMMON_JS))
         .route("/api/fleet/stream", get(fleet_handler))
+        // After the routes: it is set on each of them.
+        .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -120,25 +136,65 @@ fn error(status: StatusCode, message: &str) -> Response {
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
-async fn run_handler(
-    State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
-    body: Result<Bytes, BytesRejection>,
-) -> Response {
-    let body = match body {
-        Ok(b) => b,
-        Err(e) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+/// A 405 as `{"error"}` (axum keeps its `Allow` header).
+async fn method_not_allowed(method: Method, uri: Uri) -> Response {
+    let allowed = if uri.path() == "/api/run" { "POST" } else { "GET" };
+    error(StatusCode::METHOD_NOT_ALLOWED, &format!("{method} {}: method not allowed; use {allowed}", uri.path()))
+}
+
+/// How a `POST /api/run` body is to be read, from its `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum BodyType {
+    Json,
+    Toml,
+}
+
+/// The body's type: `application/json` or `application/toml`, compared without regard to
+/// case and with any parameters (`; charset=utf-8`) ignored; `None` for anything else or
+/// no `Content-Type` at all.
+fn body_type(headers: &HeaderMap) -> Option<BodyType> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().ok()?;
+    let essence = value.split(';').next().unwrap_or("").trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Some(BodyType::Json)
+    } else if essence.eq_ignore_ascii_case("application/toml") {
+        Some(BodyType::Toml)
+    } else {
+        None
+    }
+}
+
+async fn run_handler(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let Some(kind) = body_type(request.headers()) else {
+        let got = request.headers().get(header::CONTENT_TYPE).map_or_else(
+            || "no Content-Type".to_string(),
+            |v| format!("Content-Type {:?}", String::from_utf8_lossy(v.as_bytes())),
+        );
+        let mut resp =
+            error(StatusCode::UNSUPPORTED_MEDIA_TYPE, &format!("Content-Type: expected {ACCEPTED_TYPES}, got {got}"));
+        // The body is left unread: the connection is not reused.
+        resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+        return resp;
+    };
+    let body = match tokio::time::timeout(state.body_timeout, Bytes::from_request(request, &())).await {
+        Err(_) => {
+            let mut resp = error(
+                StatusCode::REQUEST_TIMEOUT,
+                &format!("request body: not received within {} s", state.body_timeout.as_secs_f64()),
+            );
+            resp.headers_mut().insert(header::CONNECTION, HeaderValue::from_static("close"));
+            return resp;
+        }
+        Ok(Ok(b)) => b,
+        Ok(Err(e)) if e.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             return error(e.status(), &format!("request body over {} bytes", api::MAX_BODY_BYTES));
         }
-        Err(e) => return error(e.status(), &e.body_text()),
+        Ok(Err(e)) => return error(e.status(), &e.body_text()),
     };
     let Ok(text) = std::str::from_utf8(&body) else {
         return error(StatusCode::BAD_REQUEST, "request body: not UTF-8");
     };
-    let toml = headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.trim_start().starts_with("application/toml"));
+    let toml = kind == BodyType::Toml;
     let parsed = if toml { Ok(api::from_toml(text)) } else { api::parse(text) };
     let req = match parsed {
         Ok(r) => r,
@@ -211,8 +267,15 @@ mod tests {
     use super::*;
 
     async fn post(body: impl Into<Body>) -> (StatusCode, serde_json::Value) {
-        let req = Request::post("/api/run").body(body.into()).unwrap();
-        let resp = app().oneshot(req).await.unwrap();
+        post_as("application/json", body).await
+    }
+
+    async fn post_as(content_type: &str, body: impl Into<Body>) -> (StatusCode, serde_json::Value) {
+        let mut req = Request::post("/api/run");
+        if !content_type.is_empty() {
+            req = req.header("content-type", content_type);
+        }
+        let resp = app().oneshot(req.body(body.into()).unwrap()).await.unwrap();
         let status = resp.status();
         let bytes = axum::body::to_bytes(resp.into_body(), 1 << 24).await.unwrap();
         (status, serde_json::from_slice(&bytes).unwrap())
@@ -260,6 +323,130 @@ mod tests {
             (v["scenario"]["name"].as_str(), v["scenario"]["traffic"]["rate"].as_f64()),
             (Some("t"), Some(60.0))
         );
+    }
+
+    /// A page on any origin can POST `text/plain` or a form without a preflight: only the
+    /// two types a script must declare are read, whatever their case and parameters.
+    #[tokio::test]
+    async fn only_json_and_toml_bodies_are_read() {
+        for ty in ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""] {
+            let (s, v) = post_as(ty, r#"{"set": {"traffic.rate": 55}}"#).await;
+            assert_eq!(s, StatusCode::UNSUPPORTED_MEDIA_TYPE, "{ty}: {v}");
+            assert!(v["error"].as_str().unwrap().contains("application/json or application/toml"), "{v}");
+        }
+        let (s, v) = post_as("Application/JSON; charset=utf-8", r#"{"set": {"traffic.rate": 55}}"#).await;
+        assert_eq!((s, v["scenario"]["traffic"]["rate"].as_f64()), (StatusCode::OK, Some(55.0)), "{v}");
+        let (s, v) = post_as("APPLICATION/TOML; charset=UTF-8", "name = \"t\"\n[traffic]\nrate = 61\n").await;
+        assert_eq!((s, v["scenario"]["traffic"]["rate"].as_f64()), (StatusCode::OK, Some(61.0)), "{v}");
+        for body in ["[]", r#"["x"]"#, "1", "null", r#""{}""#] {
+            let (s, v) = post(body).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {v}");
+            assert!(v["error"].as_str().unwrap().contains("expected a JSON object"), "{body}: {v}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_wrong_method_is_a_405_with_a_json_error() {
+        let resp = app().oneshot(Request::get("/api/run").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+        assert_eq!(resp.headers().get(header::ALLOW).map(|v| v.to_str().unwrap()), Some("POST"));
+        let v: serde_json::Value =
+            serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+        assert!(v["error"].as_str().unwrap().contains("use POST"), "{v}");
+        let resp = app().oneshot(Request::post("/api/live/stream").body(Body::empty()).unwrap()).await.unwrap();
+        assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
+    }
+
+    /// The API reads no file of the host, whichever way a trace is asked for: the 400 used
+    /// to quote `/etc/passwd`'s second line, and `/dev/zero` was read to the trace limit.
+    #[tokio::test]
+    async fn a_health_trace_file_is_refused_without_reading_it() {
+        let bodies = [
+            ("application/json", r#"{"set": {"health.kind": "trace", "health.file": "/etc/passwd"}}"#),
+            ("application/json", r#"{"set": {"health.kind": "trace", "health.file": "/dev/zero"}}"#),
+            ("application/json", r#"{"set": {"health.file": "/etc/passwd"}}"#),
+            ("application/json", r#"{"set": {"health.kind": "trace"}}"#),
+            ("application/json", r#"{"scenario": "[health]\nkind = \"trace\"\nfile = \"/etc/passwd\"\n"}"#),
+            ("application/json", r#"{"set": {"health": "={kind = \"trace\", file = \"/etc/passwd\"}"}}"#),
+            ("application/toml", "[health]\nkind = \"trace\"\nfile = \"/dev/zero\"\n"),
+            ("application/toml", "[health]\nfile = \"/nonexistent\"\n"),
+        ];
+        for (ty, body) in bodies {
+            let started = std::time::Instant::now();
+            let (s, v) = post_as(ty, body).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{body}: {v}");
+            let e = v["error"].as_str().unwrap();
+            assert!(e.contains("health.file") && e.contains("no file paths"), "{body}: {e}");
+            assert!(!e.contains("root") && !e.contains("No such file"), "{body}: {e}");
+            assert!(started.elapsed() < std::time::Duration::from_secs(2), "{body}: {:?}", started.elapsed());
+        }
+        let (s, body) =
+            get_text(app(), "/api/live/stream?run=%7B%22set%22%3A%7B%22health.kind%22%3A%22trace%22%2C%22health.file%22%3A%22%2Fetc%2Fpasswd%22%7D%7D")
+                .await;
+        assert_eq!(s, StatusCode::BAD_REQUEST, "{body}");
+        assert!(body.contains("health.file") && !body.contains("root"), "{body}");
+    }
+
+    /// Health pieces are events of a stochastic run: 1e-6 s ramps over 99 s made 1e8 of
+    /// them, just inside `safegate run`'s budget, and the request took 9 s.
+    #[tokio::test]
+    async fn health_pieces_count_against_the_event_budget() {
+        let body = r#"{"set":{"run.mode":"stochastic","run.duration":99,"health.ramp_down":1e-6,"health.ramp_up":1e-6,"health.hold_high":1e-6,"health.hold_low":1e-6},"baseline":true,"points":10}"#;
+        let started = std::time::Instant::now();
+        let (s, v) = post(body).await;
+        assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
+        let e = v["error"].as_str().unwrap();
+        assert!(e.contains("health pieces") && e.contains("2000000"), "{e}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(1), "{:?}", started.elapsed());
+        // Noise redraws too.
+        let (s, v) = post(r#"{"set":{"run.mode":"stochastic","health.noise":0.1,"health.noise_period":1e-4}}"#).await;
+        assert_eq!(s, StatusCode::PAYLOAD_TOO_LARGE, "{v}");
+        // The embedded scenario, stochastic, still runs.
+        let (s, v) = post(r#"{"set":{"run.mode":"stochastic"},"points":10}"#).await;
+        assert_eq!(s, StatusCode::OK, "{v}");
+    }
+
+    /// A client that declares a body and never sends it gets a 408 and a closed
+    /// connection, over a real socket.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_body_that_never_arrives_gets_a_408() {
+        use std::io::{Read as _, Write as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let server = tokio::spawn(async move { axum::serve(listener, app_with(Duration::from_millis(300))).await });
+        let answer = tokio::task::spawn_blocking(move || {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let started = std::time::Instant::now();
+            write!(s, "POST /api/run HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{}}")
+                .unwrap();
+            let mut out = Vec::new();
+            // Ends when the server closes the connection; a read timeout fails the test.
+            s.read_to_end(&mut out).unwrap();
+            (String::from_utf8_lossy(&out).into_owned(), started.elapsed())
+        })
+        .await
+        .unwrap();
+        server.abort();
+        let (text, took) = answer;
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(text.contains("not received within 0.3 s"), "{text}");
+        assert!(took < Duration::from_secs(3), "{took:?}");
+    }
+
+    #[tokio::test]
+    async fn a_live_query_with_an_unknown_key_is_refused() {
+        for q in ["foo=1", "&&&==&", "duration=5&durtion=5"] {
+            let (s, body) = get_text(app(), &format!("/api/live/stream?{q}")).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{q}: {body}");
+            assert!(body.contains("unknown query parameter; expected one of run, duration, speed"), "{q}: {body}");
+        }
+        let (s, body) = get_text(app(), "/api/live/stream?run=notjson").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("\"run: expected"), "{body}");
+        let (s, body) = get_text(app(), "/api/live/stream?run=%5B%5D").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("run: expected a JSON object"), "{body}");
     }
 
     async fn get_text(app: Router, uri: &str) -> (StatusCode, String) {

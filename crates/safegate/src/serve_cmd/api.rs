@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use safegate_core::controllers::PolicySpec;
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
+use safegate_sim::scenario::HealthKind;
 use safegate_sim::variants::{variants, VariantError};
 use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Deserialize;
@@ -18,7 +19,9 @@ use crate::run_cmd::{json_doc, json_stride, run_variants, toml_float, RunReport,
 /// [`MAX_STEPS`](safegate_core::limits::MAX_STEPS) because a page redraws on every slider
 /// move.
 pub(crate) const MAX_SERVE_STEPS: f64 = 320_000.0;
-/// Most expected arrivals (`traffic.rate · run.duration`) of one stochastic run.
+/// Most events of one stochastic run: its expected arrivals (peak `traffic.rate` ·
+/// `run.duration`) plus its health pieces and noise redraws, counted as
+/// [`Config::check_for`] counts them against [`MAX_EVENTS`](safegate_core::limits::MAX_EVENTS).
 pub(crate) const MAX_SERVE_EVENTS: f64 = 2_000_000.0;
 /// Largest request body \[bytes\].
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -113,10 +116,45 @@ pub(crate) fn from_toml(body: &str) -> RunRequest {
 
 /// Parses a JSON request body into a run request (an empty body: every default).
 pub(crate) fn parse(body: &str) -> Result<RunRequest, ApiError> {
+    parse_named(body, "request body")
+}
+
+/// [`parse`] for JSON that arrives as `what` (the request body, the live stream's `run`
+/// parameter), which errors name. The JSON must be an object: serde would take an array as
+/// the fields in order (`[]` ran the defaults).
+pub(crate) fn parse_named(body: &str, what: &str) -> Result<RunRequest, ApiError> {
     if body.trim().is_empty() {
         return Ok(RunRequest::default());
     }
-    serde_json::from_str(body).map_err(|e| ApiError::bad(format!("request body: {e}")))
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| ApiError::bad(format!("{what}: {e}")))?;
+    if !value.is_object() {
+        let kind = match value {
+            serde_json::Value::Array(_) => "an array",
+            serde_json::Value::String(_) => "a string",
+            serde_json::Value::Number(_) => "a number",
+            serde_json::Value::Bool(_) => "a boolean",
+            _ => "null",
+        };
+        return Err(ApiError::bad(format!(
+            "{what}: expected a JSON object {{\"scenario\", \"set\", \"policy\", …}}, got {kind}"
+        )));
+    }
+    // Parsed again from the text so that errors keep their line and column.
+    serde_json::from_str(body).map_err(|e| ApiError::bad(format!("{what}: {e}")))
+}
+
+/// Refuses a stream's query with a key not in `keys` (a 400 naming it and listing `keys`),
+/// so that a typo does not start a run on the defaults.
+pub(crate) fn known_keys(query: &std::collections::HashMap<String, String>, keys: &[&str]) -> Result<(), ApiError> {
+    let mut unknown: Vec<&str> = query.keys().map(String::as_str).filter(|k| !keys.contains(k)).collect();
+    unknown.sort_unstable();
+    match unknown.first() {
+        None => Ok(()),
+        Some(k) => {
+            let k = if k.is_empty() { "(an empty key)".to_string() } else { (*k).to_string() };
+            Err(ApiError::bad(format!("{k}: unknown query parameter; expected one of {}", keys.join(", "))))
+        }
+    }
 }
 
 /// Runs `req` and returns the document `safegate run --json` prints (`chart` is null).
@@ -151,8 +189,24 @@ pub(crate) fn resolve(req: &RunRequest) -> Result<(Scenario, Config), ApiError> 
         req.set.iter().map(|(k, v)| Ok((k.clone(), toml_value(k, v)?))).collect::<Result<_, ApiError>>()?;
     let text = req.scenario.as_deref().unwrap_or(DEFAULT_SCENARIO);
     let scenario = Scenario::from_toml_with(text, ORIGIN, &overrides).map_err(|e| ApiError::bad(e.to_string()))?;
+    refuse_files(&scenario)?;
     let cfg = scenario.config(ORIGIN).map_err(|e| ApiError::bad(e.to_string()))?;
     Ok((scenario, cfg))
+}
+
+/// Refuses a scenario that would read a file on the host: `Scenario::config` loads
+/// `health.file` for `health.kind = "trace"`, and its errors quoted the file's lines (and
+/// said whether it exists); `/dev/zero` was read to the trace limit. Checked on the parsed
+/// scenario, before `config`, whichever way it came: the `scenario` text, a `set` override,
+/// a TOML body or the live stream's `run`.
+fn refuse_files(scenario: &Scenario) -> Result<(), ApiError> {
+    let h = &scenario.health;
+    if h.file.is_some() || h.kind == HealthKind::Trace {
+        return Err(ApiError::bad(format!(
+            "{ORIGIN}: health.file: the API takes no file paths, so no health.kind = \"trace\"; traces are for the CLI (safegate run --scenario FILE)"
+        )));
+    }
+    Ok(())
 }
 
 /// The request's policy: `None` for the scenario's gate, else the registry spec.
@@ -172,11 +226,18 @@ fn check_size(scenario: &Scenario, cfg: &Config) -> Result<(), ApiError> {
             cfg.duration, cfg.dt, safegate_core::limits::MAX_STEPS
         )));
     }
-    let events = cfg.traffic * cfg.duration;
-    if scenario.run.mode == Mode::Stochastic && events > MAX_SERVE_EVENTS {
-        return Err(ApiError::too_large(format!(
-            "traffic.rate · run.duration = {events:.0} expected arrivals; the server simulates at most {MAX_SERVE_EVENTS:.0} per request"
-        )));
+    if scenario.run.mode == Mode::Stochastic {
+        // As `Config::check_for` counts them: every arrival is an event, and so is every piece
+        // of the health schedule and every noise redraw (a 1e-6 s ramp made 1e8 of them).
+        let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
+        let arrivals = peak * cfg.duration;
+        let pieces = cfg.health.pieces_within(cfg.duration);
+        let events = arrivals + pieces;
+        if events.is_nan() || events > MAX_SERVE_EVENTS {
+            return Err(ApiError::too_large(format!(
+                "a stochastic run of {events:.0} events: peak traffic.rate · run.duration = {arrivals:.0} expected arrivals + {pieces:.0} health pieces and noise redraws (health.hold_high, ramp_down, hold_low, ramp_up, noise_period over run.duration); the server simulates at most {MAX_SERVE_EVENTS:.0} per request"
+            )));
+        }
     }
     Ok(())
 }

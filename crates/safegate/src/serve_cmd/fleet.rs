@@ -14,7 +14,7 @@ use axum::response::Response;
 use safegate_live::fleet_gate::{parse_policy, policy_name};
 use tokio::sync::OwnedSemaphorePermit;
 
-use super::api::ApiError;
+use super::api::{self, ApiError};
 use super::sse;
 use crate::fleet_cmd::{default_gamma, parse_outage, play, Plan, Tick};
 
@@ -33,9 +33,7 @@ const KEYS: [&str; 8] = ["nodes", "mode", "capacity", "demand", "secs", "outage"
 /// `secs` (30), `outage` (`START:LEN` seconds, `8:12`; empty for none), `lease_ms` (1000)
 /// and `refresh_ms` (250).
 fn parse(query: &HashMap<String, String>) -> Result<Plan, ApiError> {
-    if let Some(k) = query.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(ApiError::bad(format!("{k}: unknown; expected one of {}", KEYS.join(", "))));
-    }
+    api::known_keys(query, &KEYS)?;
     let get = |key: &str| query.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
     let number = |key: &str, default: f64| -> Result<f64, ApiError> {
         get(key).map_or(Ok(default), |v| {

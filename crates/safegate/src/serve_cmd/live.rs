@@ -22,10 +22,14 @@ pub(crate) const MAX_LIVE_WALL_SECONDS: f64 = 60.0;
 /// Longest live run \[model seconds\].
 pub(crate) const MAX_LIVE_DURATION: f64 = 400.0;
 
+/// The query's keys, all optional.
+const KEYS: [&str; 3] = ["run", "duration", "speed"];
+
 /// A live run as the query asks for it: `run` (the JSON of `POST /api/run`: `scenario`,
 /// `set`, `policy`), `duration` \[model s\] and `speed` (model seconds per wall second).
 fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiError> {
-    let req = api::parse(query.get("run").map_or("", String::as_str))?;
+    api::known_keys(query, &KEYS)?;
+    let req = api::parse_named(query.get("run").map_or("", String::as_str), "run")?;
     let number = |key: &str, default: f64| -> Result<f64, ApiError> {
         query.get(key).map_or(Ok(default), |v| {
             v.trim().parse::<f64>().map_err(|_| ApiError::bad(format!("{key}: {v:?} is not a number")))
