@@ -115,13 +115,15 @@ pub(crate) fn run(args: &CompareArgs) -> Result<ExitCode> {
         }
         other => other.into(),
     })?;
+    if let Some(dir) = &args.figures {
+        crate::out_dir::create("--figures", dir)?;
+    }
     let pb = progress::bar(1000, "comparing", !args.json);
     let started = Instant::now();
     let report = compare(&cc, &|f| pb.set_position((f * 1000.0) as u64))?;
     pb.finish_and_clear();
     let secs = started.elapsed().as_secs_f64();
     if let Some(dir) = &args.figures {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (name, svg) in figures(&report) {
             let path = dir.join(name);
             std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;

@@ -160,11 +160,13 @@ pub(crate) fn measure(ids: &[String], quick: bool, seed: u64, show: bool) -> Mea
 
 pub(crate) fn run(args: &FalsifyArgs) -> Result<ExitCode> {
     let ids = selected(&args.ids)?;
+    if let Some(dir) = &args.figures {
+        crate::out_dir::create("--figures", dir)?;
+    }
     let Measured { criteria, figures, timings, seconds: elapsed } = measure(&ids, args.quick, args.seed, !args.json);
 
     let mut written = Vec::new();
     if let Some(dir) = &args.figures {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for f in &figures {
             let path = dir.join(format!("{}.svg", f.id));
             std::fs::write(&path, render_figure_as(f, "safegate falsify"))

@@ -29,7 +29,7 @@ fn figures(
 ) -> Result<Vec<String>> {
     use crate::chart::{render, Line, Panel, Rule, PALETTE};
     use anyhow::Context as _;
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    crate::out_dir::create("--figures", dir)?;
     let mut written = Vec::new();
     let mut lines = Vec::new();
     let mut y_max: f64 = 0.0;

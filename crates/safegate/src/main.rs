@@ -19,6 +19,7 @@ mod falsify_cmd;
 mod fleet_cmd;
 mod fleet_sim;
 mod live_cmd;
+mod out_dir;
 mod overload;
 mod policy_arg;
 mod progress;

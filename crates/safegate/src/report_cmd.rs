@@ -129,7 +129,7 @@ pub(crate) struct Gathered {
 
 pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
     // Fail on an unusable --out before the long work, not after it.
-    std::fs::create_dir_all(&args.out).with_context(|| format!("--out {}: cannot create", args.out.display()))?;
+    crate::out_dir::create("--out", &args.out)?;
     // The page goes to a partial file first, renamed at the end: a run that fails midway
     // leaves an earlier report as it was.
     let path = args.out.join(FILE_NAME);

@@ -54,6 +54,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
     let selection = experiments::select(&args.only).map_err(|e| anyhow!("--only {e}"))?;
     let chosen = &selection.experiments;
 
+    if let Some(dir) = &args.figures {
+        crate::out_dir::create("--figures", dir)?;
+    }
     let started = Instant::now();
     let mut reports = run_experiments(&setup, chosen, !args.json);
     let elapsed = started.elapsed().as_secs_f64();
@@ -62,7 +65,6 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
     }
 
     if let Some(dir) = &args.figures {
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         for (r, _) in &reports {
             for f in &r.figures {
                 let path = dir.join(format!("{}.svg", f.id));
