@@ -17,6 +17,9 @@
 //! assert_eq!(e.to_string(), "line 2: \"x\" is not a number (column \"latency\")");
 //! ```
 
+/// Most values a series may hold (each costs about 40 bytes in `safegate detect`).
+pub const MAX_VALUES: usize = 5_000_000;
+
 /// The values read, with the line each came from.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TextSeries {
@@ -77,6 +80,28 @@ pub enum SeriesTextError {
         /// The header's.
         expected: usize,
     },
+    /// An infinite value (`inf`, `-inf`, or a number that overflows): not an observation,
+    /// and not a missing one either.
+    #[error(
+        "line {line}: {cell:?} is infinite{}; write NaN for a missing value",
+        column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default()
+    )]
+    Infinite {
+        /// The line.
+        line: usize,
+        /// The cell's text.
+        cell: String,
+        /// The column it is in, when the text has a header.
+        column: Option<String>,
+    },
+    /// More values than [`MAX_VALUES`].
+    #[error("more than {limit} values (line {line} is one too many); split the series")]
+    TooMany {
+        /// The line of the first value beyond the cap.
+        line: usize,
+        /// The cap.
+        limit: usize,
+    },
     /// A cell that is not a number.
     #[error(
         "line {line}: {cell:?} is not a number{}{}",
@@ -98,7 +123,8 @@ fn cells(line: &str) -> Vec<&str> {
 }
 
 /// Parse one value per line, or a CSV with a header line whose `column` is read (needed
-/// when it has several columns; a `column` without a header is an error).
+/// when it has several columns; a `column` without a header is an error). An infinite
+/// value is an error naming its line; at most [`MAX_VALUES`] values are read.
 pub fn parse_series(text: &str, column: Option<&str>) -> Result<TextSeries, SeriesTextError> {
     let mut content = text
         .lines()
@@ -144,6 +170,12 @@ pub fn parse_series(text: &str, column: Option<&str>) -> Result<TextSeries, Seri
             cell: cell.to_string(),
             column: series.column.clone(),
         })?;
+        if value.is_infinite() {
+            return Err(SeriesTextError::Infinite { line: no, cell: cell.to_string(), column: series.column.clone() });
+        }
+        if series.values.len() >= MAX_VALUES {
+            return Err(SeriesTextError::TooMany { line: no, limit: MAX_VALUES });
+        }
         series.values.push(value);
         series.lines.push(no);
     }
@@ -206,5 +238,26 @@ mod tests {
         assert_eq!(parse_series("\n# nothing\n", None), Err(SeriesTextError::Empty));
         assert_eq!(parse_series("", None), Err(SeriesTextError::Empty));
         assert_eq!(parse_series("only_a_header\n", None), Err(SeriesTextError::NoValuesAfterHeader));
+    }
+
+    #[test]
+    fn infinities_are_refused_with_their_line() {
+        for cell in ["inf", "-inf", "+Infinity", "1e999"] {
+            let e = parse_series(&format!("1\nNaN\n{cell}\n"), None).unwrap_err();
+            assert_eq!(e, SeriesTextError::Infinite { line: 3, cell: cell.into(), column: None });
+            assert!(e.to_string().starts_with(&format!("line 3: {cell:?} is infinite")), "{e}");
+        }
+        let e = parse_series("t,v\n0,1\n1,-inf\n", Some("v")).unwrap_err();
+        assert_eq!(e.to_string(), "line 3: \"-inf\" is infinite (column \"v\"); write NaN for a missing value");
+        // An infinite value in a column not read is not looked at.
+        assert_eq!(parse_series("t,v\ninf,1\n", Some("v")).unwrap().values, [1.0]);
+    }
+
+    #[test]
+    fn the_number_of_values_is_capped() {
+        let text = "0\n".repeat(MAX_VALUES + 1);
+        let e = parse_series(&text, None).unwrap_err();
+        assert_eq!(e, SeriesTextError::TooMany { line: MAX_VALUES + 1, limit: MAX_VALUES });
+        assert_eq!(parse_series(&text[2..], None).unwrap().values.len(), MAX_VALUES);
     }
 }

@@ -3,7 +3,6 @@
 //! report, and a draft boundary file to edit and `verify` (docs/boundary-check.md).
 
 use std::fmt::Write as _;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -15,8 +14,9 @@ use safegate_sim::telemetry::traces::{generate, Fault, TraceSpec};
 use safegate_sim::telemetry::{self, CheckOptions, CheckReport, Format, Telemetry};
 use serde::Serialize;
 
-/// Largest telemetry file read (2 GiB).
-const MAX_BYTES: u64 = 2 << 30;
+/// Largest telemetry file read: the Prometheus cap (a CSV is held to its smaller one once
+/// the format is known).
+const MAX_BYTES: u64 = telemetry::MAX_PROMETHEUS_BYTES;
 
 /// The first line of every draft this command writes: a file without it is never overwritten.
 const DRAFT_MARK: &str = "# Drafted by `safegate boundary check`";
@@ -133,33 +133,38 @@ fn sample(a: &SampleArgs) -> Result<ExitCode> {
     let text = if a.prometheus { tel.to_prometheus() } else { tel.to_csv() };
     use std::io::Write as _;
     let mut out = std::io::stdout().lock();
-    // A closed pipe (`| head`) is not an error worth a message.
-    let _ = out.write_all(text.as_bytes());
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .context("cannot write the telemetry to standard output")?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Read the telemetry file (or standard input), bounded in size.
+/// Read the telemetry file (or standard input), bounded in size: at most
+/// [`MAX_BYTES`] whatever the file claims (a device reports no size).
 fn read_input(path: &Path) -> Result<(String, String)> {
     let name = path.display().to_string();
-    let mut text = String::new();
+    let mib = MAX_BYTES >> 20;
     if name == "-" {
-        std::io::stdin().take(MAX_BYTES + 1).read_to_string(&mut text).context("reading standard input")?;
-        if text.len() as u64 > MAX_BYTES {
-            bail!("standard input: more than 2 GiB of telemetry; split it");
-        }
+        let text = safegate_sim::input::read_bounded(std::io::stdin().lock(), MAX_BYTES)
+            .map_err(|e| anyhow::anyhow!("standard input: {e}; telemetry is read up to {mib} MiB (split it)"))?;
         return Ok(("<stdin>".into(), text));
     }
-    let meta = std::fs::metadata(path).with_context(|| format!("{name}: cannot read"))?;
-    if meta.is_dir() {
-        bail!("{name}: is a directory, not a telemetry file");
-    }
-    if meta.len() > MAX_BYTES {
-        bail!("{name}: {} bytes, more than 2 GiB of telemetry; split it", meta.len());
-    }
-    let bytes = std::fs::read(path).with_context(|| format!("{name}: cannot read"))?;
-    let text = String::from_utf8(bytes)
-        .map_err(|e| anyhow::anyhow!("{name}: not UTF-8 text (byte {})", e.utf8_error().valid_up_to()))?;
+    let text = safegate_sim::input::read_text(path, MAX_BYTES)
+        .map_err(|e| anyhow::anyhow!("{name}: cannot read: {e}; telemetry is read up to {mib} MiB (split it)"))?;
     Ok((name, text))
+}
+
+/// Parse as `format` (sniffed when `None`), holding a CSV to its byte cap.
+fn parse_input(source: &str, text: &str, format: Option<Format>) -> Result<(Telemetry, Format)> {
+    let format = format.unwrap_or_else(|| telemetry::sniff(text));
+    if format == Format::Csv && text.len() as u64 > telemetry::MAX_CSV_BYTES {
+        bail!(
+            "{source}: {} bytes of CSV, more than {} MiB (the most a CSV telemetry file may hold); split it",
+            text.len(),
+            telemetry::MAX_CSV_BYTES >> 20
+        );
+    }
+    Ok((telemetry::parse_as(source, text, format)?, format))
 }
 
 #[derive(Serialize)]
@@ -177,13 +182,8 @@ struct JsonOut<'a> {
 fn check(a: &CheckArgs) -> Result<ExitCode> {
     let (source, text) = read_input(&a.telemetry)?;
     let t0 = Instant::now();
-    let (tel, format) = match a.format.as_deref() {
-        None => telemetry::parse(&source, &text)?,
-        Some(f) => {
-            let fmt = if f == "csv" { Format::Csv } else { Format::Prometheus };
-            (telemetry::parse_as(&source, &text, fmt)?, fmt)
-        }
-    };
+    let fmt = a.format.as_deref().map(|f| if f == "csv" { Format::Csv } else { Format::Prometheus });
+    let (tel, format) = parse_input(&source, &text, fmt)?;
     drop(text);
     let read_s = t0.elapsed().as_secs_f64();
     let opts = CheckOptions {
@@ -197,7 +197,17 @@ fn check(a: &CheckArgs) -> Result<ExitCode> {
     let t1 = Instant::now();
     let report = telemetry::check(&tel, &opts, &source)?;
     let check_s = t1.elapsed().as_secs_f64();
-    let draft_path = if a.no_draft { None } else { Some(write_draft(&a.draft, &report.draft)?) };
+    let draft_path = if a.no_draft {
+        None
+    } else {
+        if let Some(e) = &report.draft_error {
+            bail!(
+                "{source}: the draft boundary would not pass `safegate verify --boundary` ({e}); not written to {} (--no-draft prints the report without it)",
+                a.draft.display()
+            );
+        }
+        Some(write_draft(&a.draft, &report.draft)?)
+    };
     let figures = match &a.figures {
         Some(dir) => figures(dir, &tel, &report)?,
         None => Vec::new(),
@@ -212,27 +222,45 @@ fn check(a: &CheckArgs) -> Result<ExitCode> {
             figures,
             report: &report,
         };
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        emit(&format!("{}\n", serde_json::to_string_pretty(&out)?))?;
     } else {
-        print!("{}", render(&source, format, &report, read_s + check_s, draft_path.as_deref(), &figures));
+        emit(&render(&source, format, &report, read_s + check_s, draft_path.as_deref(), &figures))?;
     }
     let bad = report.exits.verdict == Verdict::Violates || !report.flagged().is_empty();
     Ok(if a.strict && bad { ExitCode::from(1) } else { ExitCode::SUCCESS })
 }
 
-/// Write the draft unless `path` holds a file this command did not write.
+/// Print the report, a failed write an error (not a panic).
+fn emit(text: &str) -> Result<()> {
+    use std::io::Write as _;
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("cannot write the report to standard output")
+}
+
+/// Write the draft unless `path` holds something this command did not write: it must not
+/// exist, or be a regular file whose text starts with [`DRAFT_MARK`] (a binary file, a
+/// device or a FIFO is never touched).
 fn write_draft(path: &Path, text: &str) -> Result<String> {
-    if let Ok(existing) = std::fs::read_to_string(path) {
-        if !existing.starts_with(DRAFT_MARK) {
-            bail!(
-                "{}: exists and was not drafted by safegate; choose another --draft PATH (or --no-draft)",
-                path.display()
-            );
+    let shown = path.display();
+    match std::fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            bail!("--draft {shown}: cannot check what is there ({e}); choose another --draft PATH (or --no-draft)")
         }
-    } else if path.is_dir() {
-        bail!("--draft {}: is a directory", path.display());
+        Ok(m) if m.is_dir() => bail!("--draft {shown}: is a directory"),
+        Ok(m) if !m.file_type().is_file() => {
+            bail!("--draft {shown}: exists and is not a regular file; choose another --draft PATH (or --no-draft)")
+        }
+        Ok(_) => {
+            // A draft is far smaller than this; anything larger, or not UTF-8, is not one.
+            let drafted = safegate_sim::input::read_text(path, safegate_sim::input::MAX_CONFIG_BYTES)
+                .is_ok_and(|existing| existing.starts_with(DRAFT_MARK));
+            if !drafted {
+                bail!("--draft {shown}: exists and was not drafted by safegate; choose another --draft PATH (or --no-draft)");
+            }
+        }
     }
-    std::fs::write(path, text).with_context(|| format!("writing the draft to {}", path.display()))?;
+    std::fs::write(path, text).with_context(|| format!("writing the draft to {shown}"))?;
     Ok(path.display().to_string())
 }
 
@@ -487,8 +515,14 @@ struct BenchRow {
 }
 
 pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
-    if !(1_000..=5_000_000).contains(&a.rows) {
-        bail!("--rows {}: must be between 1,000 and 5,000,000", a.rows);
+    // The Prometheus text of a row is about 400 bytes: 10⁶ rows stay under its byte cap.
+    let most = if a.prometheus { 1_000_000 } else { telemetry::MAX_ROWS as u64 };
+    if !(1_000..=most).contains(&a.rows) {
+        bail!(
+            "--rows {}: must be between 1,000 and {most}{}",
+            a.rows,
+            if a.prometheus { " with --prometheus (the scrapes' text stays under its byte cap)" } else { "" }
+        );
     }
     if !(1..=50).contains(&a.rounds) {
         bail!("--rounds {}: must be between 1 and 50", a.rounds);
@@ -513,7 +547,7 @@ pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
         for _ in 0..a.rounds {
             let t0 = Instant::now();
             let (source, text) = read_input(&path)?;
-            let (tel, _) = telemetry::parse(&source, &text)?;
+            let (tel, _) = parse_input(&source, &text, None)?;
             drop(text);
             let report = telemetry::check(&tel, &CheckOptions { capacity: None, ..CheckOptions::default() }, &source)?;
             times.push(t0.elapsed().as_secs_f64());

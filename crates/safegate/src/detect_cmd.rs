@@ -2,7 +2,7 @@
 //! series of values from a file and report its posterior and alarms.
 
 use std::fmt::Write as _;
-use std::io::Read as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -14,6 +14,12 @@ use safegate_sim::series_text::{parse_series, SeriesTextError, TextSeries};
 
 /// Inputs this long or shorter print one line per step without `--all`.
 const TABLE_MAX: usize = 40;
+
+/// Most bytes of a series read (file or standard input).
+pub(crate) const MAX_BYTES: u64 = 128 << 20;
+
+/// Most values `--json` or `--all` print one line or entry for.
+pub(crate) const MAX_PRINTED: usize = 1_000_000;
 
 /// Flags of `safegate detect`.
 #[derive(Debug, Args)]
@@ -73,6 +79,9 @@ fn series_error(source: &str, e: SeriesTextError) -> anyhow::Error {
         SeriesTextError::SeveralValues { line, count } => {
             anyhow!("{source}: line {line} has {count} values; give one value per line, or a header line and --column")
         }
+        SeriesTextError::TooMany { line, limit } => {
+            anyhow!("{source}: more than {limit} values (line {line} is one too many; the most a series may hold); split it")
+        }
         other => anyhow!("{source}: {other}"),
     }
 }
@@ -94,21 +103,42 @@ pub(crate) fn run(a: &DetectArgs) -> Result<ExitCode> {
     cfg.check().map_err(|e| anyhow!("invalid detector settings: {e}"))?;
 
     let source = a.input.display().to_string();
+    let mib = MAX_BYTES >> 20;
     let text = if source == "-" {
-        let mut s = String::new();
-        std::io::stdin().read_to_string(&mut s).context("cannot read standard input")?;
-        s
+        safegate_sim::input::read_bounded(std::io::stdin().lock(), MAX_BYTES)
+            .map_err(|e| anyhow!("standard input: {e}; a series is read up to {mib} MiB"))?
     } else {
-        std::fs::read_to_string(&a.input).with_context(|| format!("cannot read {source}"))?
+        safegate_sim::input::read_text(&a.input, MAX_BYTES)
+            .map_err(|e| anyhow!("cannot read {source}: {e}; a series is read up to {mib} MiB"))?
     };
     let series = parse_series(&text, a.column.as_deref()).map_err(|e| series_error(&source, e))?;
+    drop(text);
+    let n = series.values.len();
+    if series.values.iter().all(|v| v.is_nan()) {
+        bail!("{source}: all {n} values are missing (NaN): no observation to detect a regime from");
+    }
+    if (a.json || a.all) && n > MAX_PRINTED {
+        bail!(
+            "{source}: {n} values, more than the {MAX_PRINTED} {} prints one entry for; drop it (the summary reads any series) or split the input",
+            if a.json { "--json" } else { "--all" }
+        );
+    }
     let d = run_series(cfg, &series.values).map_err(|e| anyhow!("invalid detector settings: {e}"))?;
+    // A series shorter than the alarm's run can never alarm: "no alarm" would be no evidence.
+    let verdict = if !d.alarms.is_empty() {
+        "alarm"
+    } else if n < a.run as usize {
+        "inconclusive"
+    } else {
+        "none"
+    };
 
     if a.json {
         let doc = serde_json::json!({
             "input": source,
             "column": series.column,
             "steps": series.values.len(),
+            "verdict": verdict,
             "skipped": d.skipped,
             "config": {
                 "means": [mean0, mean1],
@@ -126,10 +156,18 @@ pub(crate) fn run(a: &DetectArgs) -> Result<ExitCode> {
             "alarm_periods": d.periods,
             "lines": series.lines,
         });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::SUCCESS);
+        let mut text = serde_json::to_string_pretty(&doc)?;
+        drop(doc);
+        text.push('\n');
+        return emit(&text);
     }
-    print!("{}", render(a, &series, &d, cfg));
+    emit(&render(a, &series, &d, cfg))
+}
+
+/// Print the output; a failed write is an error, not a panic.
+fn emit(text: &str) -> Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("cannot write to standard output")?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -170,7 +208,13 @@ fn render(a: &DetectArgs, series: &TextSeries, d: &Detection, cfg: ImmConfig) ->
     let above = d.steps_above(cfg.alarm_level);
     let (imax, pmax) = d.peak();
     let _ = writeln!(s, "  posterior: max {pmax:.4} at step {imax}; above {} at {above} of {n} steps", cfg.alarm_level);
-    if d.alarms.is_empty() {
+    if d.alarms.is_empty() && n < cfg.alarm_run as usize {
+        let _ = writeln!(
+            s,
+            "  alarms: inconclusive — {n} values, fewer than the {} steps above the level an alarm needs (--run)",
+            cfg.alarm_run
+        );
+    } else if d.alarms.is_empty() {
         let _ = writeln!(s, "  alarms: none");
     } else {
         let steps: Vec<String> = d.alarms.iter().map(|x| x.to_string()).collect();

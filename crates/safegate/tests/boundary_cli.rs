@@ -171,3 +171,107 @@ fn broken_telemetry_is_a_clear_error_naming_the_line() {
         assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
     }
 }
+
+#[test]
+fn a_draft_never_replaces_a_binary_file_a_device_or_anything_not_drafted() {
+    let d = dir("foreign");
+    let clean = sample("sim-clean.csv");
+    let precious: Vec<u8> = vec![0x00, 0xff, 0xfe, b'x', 0x80];
+    std::fs::write(d.join("precious.bin"), &precious).unwrap();
+    std::fs::write(d.join("latin1.toml"), [b'#', b' ', 0xe9, b'\n']).unwrap();
+    for target in ["precious.bin", "latin1.toml"] {
+        let out = safegate_in(&d, &["boundary", "check", &clean, "--draft", target]);
+        assert_eq!(out.status.code(), Some(2), "{target}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(target) && err.contains("not drafted"), "{err}");
+    }
+    assert_eq!(std::fs::read(d.join("precious.bin")).unwrap(), precious);
+    assert_eq!(std::fs::read(d.join("latin1.toml")).unwrap(), [b'#', b' ', 0xe9, b'\n']);
+    // A device is not a regular file: refused at once, not read (it used to read 1 GB of
+    // /dev/zero, then report the draft written there).
+    let t = std::time::Instant::now();
+    let out = safegate_in(&d, &["boundary", "check", &clean, "--draft", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("/dev/zero") && err.contains("not a regular file"), "{err}");
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("written"));
+    assert!(t.elapsed().as_secs() < 30);
+    // A directory, and a missing file (written).
+    let out = safegate_in(&d, &["boundary", "check", &clean, "--draft", "."]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(safegate_in(&d, &["boundary", "check", &clean, "--draft", "new.toml"]).status.success());
+    assert!(std::fs::read_to_string(d.join("new.toml")).unwrap().starts_with("# Drafted by `safegate boundary check`"));
+}
+
+#[test]
+fn flags_outside_a_boundary_files_ranges_are_refused_naming_the_flag() {
+    let d = dir("flags");
+    let clean = sample("sim-clean.csv");
+    for (flag, value) in [
+        ("--capacity", "5e-324"),
+        ("--capacity", "1e308"),
+        ("--capacity", "0.5"),
+        ("--epsilon", "1e-300"),
+        ("--eta", "1e-300"),
+        ("--threshold", "1"),
+        ("--threshold", "0"),
+    ] {
+        let out = safegate_in(&d, &["boundary", "check", &clean, flag, value]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag) && !err.contains("panicked"), "{flag} {value}: {err}");
+        assert!(!d.join("boundary-draft.toml").exists(), "{flag} {value} wrote a draft");
+    }
+    // The edges a boundary file accepts are accepted.
+    let out = safegate_in(&d, &["boundary", "check", &clean, "--capacity", "1e8", "--epsilon", "1e-12", "--no-draft"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn telemetry_beyond_the_documented_ranges_is_refused_with_its_line() {
+    let d = dir("ranges");
+    let head = "time,queue,offered_total,capacity\n";
+    for (name, rows, want) in [
+        ("bigq.csv", "0,1,0,200\n1,1e308,10,200\n2,1,20,200\n", "bigq.csv:3"),
+        ("jump.csv", "0,1,0,200\n1,1,10,200\n2,1,1e305,200\n", "jump.csv:4"),
+        ("rate.csv", "0,1,0,200\n1,1,2e7,200\n", "jump"),
+        ("bigcap.csv", "0,1,0,200\n1,1,10,1e9\n", "bigcap.csv:3"),
+    ] {
+        std::fs::write(d.join(name), format!("{head}{rows}")).unwrap();
+        let out = safegate_in(&d, &["boundary", "check", name]);
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        let want = if name == "rate.csv" { "rate.csv:3" } else { want };
+        assert!(err.contains(want) && err.contains("beyond"), "{name}: {err}");
+        assert!(!d.join("boundary-draft.toml").exists(), "{name} wrote a draft");
+    }
+    std::fs::write(d.join("big.prom"), "safegate_backlog 1 1000\nsafegate_backlog 2e8 2000\n").unwrap();
+    let out = safegate_in(&d, &["boundary", "check", "big.prom", "--capacity", "200"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("big.prom:2"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
+fn a_prometheus_file_with_several_labels_is_read_as_prometheus() {
+    let d = dir("labels");
+    let text = "safegate_backlog{a=\"1\",b=\"x\"} 1 1000\nsafegate_backlog{a=\"1\",b=\"x\"} 3 2000\nsafegate_backlog{a=\"1\",b=\"x\"} 2 3000\n";
+    std::fs::write(d.join("l.prom"), text).unwrap();
+    let v = json(&safegate_in(&d, &["boundary", "check", "l.prom", "--capacity", "10", "--no-draft", "--json"]));
+    assert_eq!(v["format"], "prometheus");
+    assert_eq!(v["rows"], 3);
+}
+
+#[test]
+fn write_errors_are_reported_not_swallowed() {
+    let d = dir("full");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .current_dir(&d)
+        .args(["boundary", "sample", "--duration", "60"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot write") && !err.contains("panicked"), "{err}");
+}

@@ -76,7 +76,9 @@ fn text_output_summarises_long_inputs_and_tabulates_short_ones() {
     assert!(all.lines().any(|l| l.trim_start().starts_with("125 ") && l.ends_with("ALARM")), "{all}");
 
     let path = input("short.txt", "0\n0.2\n-0.1\n");
-    let out = safegate(&["detect", "--input", path.to_str().unwrap()]);
+    // (Three values can hold an alarm run of three, not the default five: see
+    // a_series_shorter_than_the_run_is_inconclusive.)
+    let out = safegate(&["detect", "--input", path.to_str().unwrap(), "--run", "3"]);
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("posterior") && text.contains("alarms: none"), "{text}");
     assert!(text.lines().any(|l| l.trim_start().starts_with("2 ")), "one line per step: {text}");
@@ -123,4 +125,62 @@ fn errors_name_the_problem() {
     // --nu without --robust is refused by the parser.
     let out = safegate(&["detect", "--input", two.to_str().unwrap(), "--nu", "2"]);
     assert!(!out.status.success() && stderr(&out).contains("--robust"), "{}", stderr(&out));
+}
+
+#[test]
+fn no_finite_observation_is_no_verdict() {
+    let p = input("all-nan.txt", "NaN\nNaN\nnan\n");
+    let out = safegate(&["detect", "--input", p.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("all-nan.txt") && err.contains("no observation"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn infinite_values_are_refused_with_their_line() {
+    for (name, text, want) in [
+        ("inf.txt", "1\n2\ninf\n", "inf.txt: line 3"),
+        ("neginf.csv", "t,v\n0,1\n1,-inf\n", "neginf.csv: line 3"),
+        ("overflow.txt", "1\n1e999\n", "overflow.txt: line 2"),
+    ] {
+        let p = input(name, text);
+        let out = safegate(&["detect", "--input", p.to_str().unwrap(), "--column", "v"]);
+        let out = if name.ends_with(".txt") { safegate(&["detect", "--input", p.to_str().unwrap()]) } else { out };
+        assert_eq!(out.status.code(), Some(2), "{name}");
+        let err = stderr(&out);
+        assert!(err.contains(want) && err.contains("infinite"), "{name}: {err}");
+    }
+}
+
+#[test]
+fn a_series_shorter_than_the_run_is_inconclusive() {
+    let p = input("short.txt", "0\n5\n6\n");
+    let out = safegate(&["detect", "--input", p.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("alarms: inconclusive") && !text.contains("alarms: none"), "{text}");
+    let v = json(&safegate(&["detect", "--input", p.to_str().unwrap(), "--json"]));
+    assert_eq!(v["verdict"], "inconclusive");
+    // Long enough for the run: a real "none".
+    let v = json(&safegate(&["detect", "--input", p.to_str().unwrap(), "--json", "--run", "3", "--means", "0,100"]));
+    assert_eq!(v["verdict"], "none");
+}
+
+#[test]
+fn inputs_are_bounded_in_bytes_and_values() {
+    // A device is read up to the byte cap, then refused (it used to be read until memory ran out).
+    let out = safegate(&["detect", "--input", "/dev/zero"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("/dev/zero") && err.contains("more than 128 MiB"), "{err}");
+    // More values than --json prints.
+    let p = input("long.txt", &"0\n".repeat(1_000_001));
+    let out = safegate(&["detect", "--input", p.to_str().unwrap(), "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("long.txt") && err.contains("--json") && err.contains("1000000"), "{err}");
+    // The summary reads it.
+    let out = safegate(&["detect", "--input", p.to_str().unwrap()]);
+    assert!(out.status.success(), "{}", stderr(&out));
 }

@@ -33,19 +33,21 @@ impl Default for CheckOptions {
 }
 
 impl CheckOptions {
+    /// Every flag against the range the boundary file it drafts accepts (the checks
+    /// `safegate verify --boundary` applies), so no flag makes a draft verify refuses.
     fn validate(&self) -> Result<(), String> {
-        let in_open01 = |x: f64| x > 0.0 && x < 1.0;
-        if !(self.threshold > 0.0 && self.threshold <= 1.0) {
-            return Err(format!("--threshold {}: must be in (0, 1]", self.threshold));
-        }
+        use safegate_core::boundary::MIN_EPSILON;
+        use safegate_core::error::check;
+        let flag = |name: &str, r: Result<f64, safegate_core::error::RangeError>| {
+            r.map(|_| ()).map_err(|e| {
+                format!("--{name} {}: must be in {} (the range a boundary file accepts)", e.value, e.allowed)
+            })
+        };
+        flag("threshold", check::threshold("threshold", self.threshold))?;
         if let Some(c) = self.capacity {
-            if !(c > 0.0 && c.is_finite()) {
-                return Err(format!("--capacity {c}: must be a positive number"));
-            }
+            flag("capacity", check::capacity("capacity", c))?;
         }
-        if !in_open01(self.epsilon) {
-            return Err(format!("--epsilon {}: must be in (0, 1)", self.epsilon));
-        }
+        flag("epsilon", check::within("epsilon", self.epsilon, MIN_EPSILON, 1.0 - f64::EPSILON, "[1e-12, 1)"))?;
         // The draft boundary carries the horizon: it must be one a boundary file accepts,
         // from one decision period to MAX_STEPS of them.
         let period = Boundary::default().decision.period;
@@ -56,9 +58,7 @@ impl CheckOptions {
                 self.horizon
             ));
         }
-        if !in_open01(self.eta) {
-            return Err(format!("--eta {}: must be in (0, 1)", self.eta));
-        }
+        flag("eta", check::within("eta", self.eta, 1e-9, 1.0 - f64::EPSILON, "[1e-9, 1)"))?;
         if !(self.retry_budget > 0.0 && self.retry_budget < 1.0) {
             return Err(format!("--retry-budget {}: must be in (0, 1)", self.retry_budget));
         }
@@ -250,6 +250,9 @@ pub struct CheckReport {
     pub findings: Vec<Finding>,
     /// A boundary file to edit, then `safegate verify`.
     pub draft: String,
+    /// Why the draft would not pass `safegate verify --boundary` (read back through the same
+    /// parse and range checks), when it would not: such a draft is not written.
+    pub draft_error: Option<String>,
 }
 
 impl CheckReport {
@@ -299,6 +302,7 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
     let draft = draft(tel, opts, capacity, &severity, &seen);
     let feasibility = feasibility(tel, &draft, &seen);
     let draft_text = draft_text(&draft, &excursions, &exits, &feasibility);
+    let draft_error = verify_draft(&draft_text, capacity).err();
     let offered = seen.offered.as_deref();
     let findings = vec![
         baseline_drift(tel),
@@ -317,6 +321,7 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
         feasibility,
         findings,
         draft: draft_text,
+        draft_error,
     })
 }
 
@@ -608,6 +613,13 @@ impl Seen {
     fn traffic(&self) -> [f64; 2] {
         [self.traffic_q[0], self.traffic_q[4]]
     }
+}
+
+/// Read the draft back as `safegate verify --boundary` does: the TOML parse, then every
+/// range check and the filter's construction.
+fn verify_draft(text: &str, capacity: f64) -> Result<(), String> {
+    let b = Boundary::from_toml(text, &[]).map_err(|e| e.0)?;
+    b.safety_config(capacity).map(|_| ()).map_err(|e| e.to_string())
 }
 
 fn draft_text(b: &Boundary, ex: &Excursions, exits: &ExitCheck, feas: &Feasibility) -> String {

@@ -1,6 +1,8 @@
 //! The CSV reader (docs/boundary-check.md §Telemetry formats).
 
-use super::{counter_to_rate, counts_to_rate, Signal, Telemetry, TelemetryError, MAX_ROWS};
+use super::{
+    counter_to_rate, counts_to_rate, first_above, Signal, Telemetry, TelemetryError, MAX_LEVEL, MAX_RATE, MAX_ROWS,
+};
 
 /// A column's role, with the names it may go by (case-insensitive).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,22 +104,36 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         }
     };
     let ncol = names.len();
-    // Columns as read, by position.
-    let mut cols: Vec<Vec<f64>> = vec![Vec::new(); ncol];
+    // Columns as read, by position; only those with a role are kept (an ignored column costs
+    // no memory), and the capacity column is folded into its largest value as it is read.
+    // Sized from the line count, so no column grows by doubling past it.
+    let rows_hint = text.bytes().filter(|&b| b == b'\n').count().min(MAX_ROWS);
+    let i_cap = idx(Role::Capacity);
+    let mut cols: Vec<Vec<f64>> = roles
+        .iter()
+        .enumerate()
+        .map(|(j, r)| if r.is_some() && Some(j) != i_cap { Vec::with_capacity(rows_hint) } else { Vec::new() })
+        .collect();
+    let mut cap_max: Option<f64> = None;
+    let mut row = vec![0.0; ncol];
+    let mut nrows = 0usize;
     let mut prev_t = f64::NEG_INFINITY;
     for (li, line) in lines {
         let lineno = li + 1;
-        if cols[0].len() >= MAX_ROWS {
-            return Err(err(Some(lineno), format!("more than {MAX_ROWS} rows; split the file")));
+        if nrows >= MAX_ROWS {
+            return Err(err(
+                Some(lineno),
+                format!("more than {MAX_ROWS} rows (the most a telemetry file may hold); split the file"),
+            ));
         }
         let mut n = 0;
         for (j, field) in line.split(',').enumerate() {
             n = j + 1;
             if j >= ncol {
-                break;
+                continue;
             }
             let f = field.trim();
-            let v = if roles[j].is_none() {
+            row[j] = if roles[j].is_none() {
                 0.0
             } else {
                 match f.parse::<f64>() {
@@ -129,13 +145,11 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
                     Err(_) => return Err(err(Some(lineno), format!("column `{}`: `{f}` is not a number", names[j]))),
                 }
             };
-            cols[j].push(v);
         }
         if n != ncol {
-            // Undo the partial row before reporting.
             return Err(err(Some(lineno), format!("{n} fields, the header has {ncol}")));
         }
-        let t = cols[i_time][cols[i_time].len() - 1];
+        let t = row[i_time];
         if t <= prev_t {
             let what = if t == prev_t {
                 format!("time {t} repeats the previous row's")
@@ -145,21 +159,47 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             return Err(err(Some(lineno), what));
         }
         prev_t = t;
-        let x = cols[i_x][cols[i_x].len() - 1];
+        let x = row[i_x];
         if x < 0.0 {
             return Err(err(Some(lineno), format!("column `{}`: {x} is negative", names[i_x])));
         }
         for (j, r) in roles.iter().enumerate() {
-            let v = cols[j][cols[j].len() - 1];
+            let v = row[j];
             match r {
                 Some(Role::Health) if !(0.0..=1.0).contains(&v) => {
                     return Err(err(Some(lineno), format!("column `{}`: health {v} is outside [0, 1]", names[j])))
                 }
                 Some(Role::Time | Role::Health) | None => {}
                 Some(_) if v < 0.0 => return Err(err(Some(lineno), format!("column `{}`: {v} is negative", names[j]))),
+                Some(Role::Queue | Role::InFlight | Role::Limit | Role::Capacity) if v > MAX_LEVEL => {
+                    return Err(err(
+                        Some(lineno),
+                        format!(
+                            "column `{}`: {v} is beyond {MAX_LEVEL:e}, the largest capacity safegate accepts",
+                            names[j]
+                        ),
+                    ))
+                }
+                Some(Role::Throughput | Role::Offered) if v > MAX_RATE => {
+                    return Err(err(
+                        Some(lineno),
+                        format!(
+                            "column `{}`: {v} req/s is beyond {MAX_RATE:e}, the largest rate safegate accepts",
+                            names[j]
+                        ),
+                    ))
+                }
                 _ => {}
             }
+            if r.is_some() {
+                if Some(j) == i_cap {
+                    cap_max = Some(cap_max.map_or(v, |m: f64| m.max(v)));
+                } else {
+                    cols[j].push(v);
+                }
+            }
         }
+        nrows += 1;
     }
     let t = std::mem::take(&mut cols[i_time]);
     if t.is_empty() {
@@ -183,8 +223,22 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
     tel.rejections = pick(take(Role::Rejections), take(Role::RejectionsTotal), true, &t);
     tel.retries = pick(take(Role::Retries), take(Role::RetriesTotal), true, &t);
     tel.limit = take(Role::Limit);
-    if let Some(c) = take(Role::Capacity) {
-        let cap = c.iter().copied().fold(0.0, f64::max);
+    // Rates derived from counts and counters: a jump of a counter is a rate too.
+    for (what, col) in [
+        ("throughput", &tel.throughput),
+        ("offered", &tel.offered),
+        ("rejections", &tel.rejections),
+        ("retries", &tel.retries),
+    ] {
+        if let Some(i) = col.as_ref().and_then(|v| first_above(v, MAX_RATE)) {
+            let v = col.as_ref().map_or(0.0, |v| v[i]);
+            return Err(err(
+                Some(data_line(text, header_line, i)),
+                format!("{what}: {v:e} per second (from the counts or counter) is beyond {MAX_RATE:e}, the largest rate safegate accepts"),
+            ));
+        }
+    }
+    if let Some(cap) = cap_max {
         if !(cap > 0.0) {
             return Err(err(None, "column `capacity` is never positive".into()));
         }
@@ -195,4 +249,18 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
     }
     tel.t = t;
     Ok(tel)
+}
+
+/// The 1-based line of data row `i` (0-based, after the header on `header_line`): found
+/// again by a scan, only for an error.
+fn data_line(text: &str, header_line: usize, i: usize) -> usize {
+    text.lines()
+        .enumerate()
+        .skip(header_line)
+        .filter(|(_, l)| {
+            let l = l.trim();
+            !l.is_empty() && !l.starts_with('#')
+        })
+        .nth(i)
+        .map_or(header_line, |(li, _)| li + 1)
 }

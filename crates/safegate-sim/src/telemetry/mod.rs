@@ -26,8 +26,21 @@ pub use check::{
     check, Cell, CheckOptions, CheckReport, Excursions, ExitCheck, Feasibility, Finding, FindingKind, Margin, Severity,
 };
 
-/// Most rows a telemetry file may have (a month at one sample per second is 2.6 M).
-pub const MAX_ROWS: usize = 20_000_000;
+/// Most rows (CSV rows, Prometheus scrapes) a telemetry file may have: a month at one
+/// sample per second is 2.6 M. Every row is held in memory (8 bytes per column read) while
+/// the checks run; at this cap the largest accepted file peaks under 700 MB resident
+/// (docs/boundary-check.md §Limits).
+pub const MAX_ROWS: usize = 3_000_000;
+/// Most bytes of a CSV telemetry file (the text is held while it is parsed).
+pub const MAX_CSV_BYTES: u64 = 256 << 20;
+/// Most bytes of a Prometheus scrape series (about ten lines per scrape, each read metric
+/// costing 8 bytes per scrape besides its text).
+pub const MAX_PROMETHEUS_BYTES: u64 = 448 << 20;
+/// Largest queue depth, in-flight count or limit read: the capacity budget (1e8).
+pub const MAX_LEVEL: f64 = safegate_core::error::check::MAX_CAPACITY;
+/// Largest rate read \[req/s\] (a counter's increase per second included): what a boundary's
+/// envelope accepts (1e7).
+pub const MAX_RATE: f64 = safegate_core::limits::MAX_RATE;
 
 /// The signal the barrier reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
@@ -251,6 +264,13 @@ pub fn sniff(text: &str) -> Format {
         let metric_like = !first.is_empty()
             && first.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
             && first.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_');
+        // `name{a="1",b="x"} value`: the commas are the labels', not a CSV's.
+        let labelled = metric_like
+            && l[first.len()..].starts_with('{')
+            && l.find('}').is_some_and(|close| !l[close + 1..].trim().is_empty());
+        if labelled {
+            return Format::Prometheus;
+        }
         return if !l.contains(',') && metric_like && l.split_whitespace().count() >= 2 {
             Format::Prometheus
         } else {
@@ -288,6 +308,12 @@ pub(crate) fn counter_to_rate(t: &[f64], c: &[f64]) -> Vec<f64> {
         out[0] = out[1];
     }
     out
+}
+
+/// The first row whose rate is above `most`: row 0 last, since a counter's first row only
+/// copies the second's rate (the row to blame is the second).
+pub(crate) fn first_above(v: &[f64], most: f64) -> Option<usize> {
+    (1..v.len()).find(|&i| v[i] > most).or_else(|| v.first().is_some_and(|x| *x > most).then_some(0))
 }
 
 /// Turn counts per interval (ending at each row) into per-second rates; the first row's

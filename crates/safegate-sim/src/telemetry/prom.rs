@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use super::{counter_to_rate, Signal, Telemetry, TelemetryError, MAX_ROWS};
+use super::{counter_to_rate, first_above, Signal, Telemetry, TelemetryError, MAX_LEVEL, MAX_RATE, MAX_ROWS};
 
 /// What the checks read, by metric name: queue (live, then tower), in flight, limit,
 /// capacity, and the counters.
@@ -24,12 +24,23 @@ const OFFERED: &str = "safegate_requests_offered_total";
 const REJECTED: &str = "safegate_requests_rejected_total";
 const RETRIED: &str = "safegate_jobs_retried_total";
 
-/// One scrape: where it starts (for errors), its time, and per metric name (by id) the sum
-/// of its series, NaN where absent.
-struct Scrape {
-    line: usize,
-    time: Option<f64>,
-    values: Vec<f64>,
+/// Most distinct series (metric name and labels) a scrape series may hold: safegate
+/// exposes a few dozen; each costs memory for the whole file.
+pub(super) const MAX_SERIES: usize = 100_000;
+
+/// The scrapes, by column: per scrape where it starts (for errors) and its time (NaN: none
+/// yet), and per metric read (by id) the sum of its series in each scrape, NaN where absent.
+/// Only the metrics the checks read are kept: 8 bytes per scrape each.
+struct Scrapes {
+    line: Vec<usize>,
+    time: Vec<f64>,
+    values: Vec<Vec<f64>>,
+}
+
+impl Scrapes {
+    fn len(&self) -> usize {
+        self.line.len()
+    }
 }
 
 pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryError> {
@@ -38,11 +49,9 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
     // per sample.
     let mut names: HashMap<&str, usize> = HashMap::new();
     let mut keys: HashMap<&str, usize> = HashMap::new();
-    let mut scrapes: Vec<Scrape> = Vec::new();
-    let mut cur = Scrape { line: 0, time: None, values: Vec::new() };
+    let mut sc = Scrapes { line: Vec::new(), time: Vec::new(), values: Vec::new() };
     // Series keys seen in the current scrape, by key id: the scrape number that last saw it.
     let mut seen: Vec<usize> = Vec::new();
-    let mut cur_empty = true;
     let mut stamped: Option<bool> = None;
     for (li, raw) in text.lines().enumerate() {
         let lineno = li + 1;
@@ -95,89 +104,104 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
             _ => {}
         }
         let next_key = keys.len();
+        if next_key >= MAX_SERIES && !keys.contains_key(key) {
+            return Err(err(
+                Some(lineno),
+                format!("more than {MAX_SERIES} distinct series (metric names with their labels); keep safegate's metrics only"),
+            ));
+        }
         let kid = *keys.entry(key).or_insert(next_key);
         if kid >= seen.len() {
             seen.resize(kid + 1, usize::MAX);
         }
-        let boundary = !cur_empty
-            && match ts {
-                Some(ts) => cur.time.is_some_and(|t| t != ts),
-                None => seen[kid] == scrapes.len(),
-            };
+        // The current scrape is the last one (none before the first sample).
+        let cur = sc.len().checked_sub(1);
+        let boundary = match (cur, ts) {
+            (None, _) => true,
+            (Some(c), Some(ts)) => !sc.time[c].is_nan() && sc.time[c] != ts,
+            (Some(c), None) => seen[kid] == c,
+        };
         if boundary {
-            let values = vec![f64::NAN; names.len()];
-            scrapes.push(std::mem::replace(&mut cur, Scrape { line: lineno, time: None, values }));
-            if scrapes.len() >= MAX_ROWS {
-                return Err(err(Some(lineno), format!("more than {MAX_ROWS} scrapes; split the file")));
+            if sc.len() >= MAX_ROWS {
+                return Err(err(
+                    Some(lineno),
+                    format!("more than {MAX_ROWS} scrapes (the most a telemetry file may hold); split the file"),
+                ));
             }
-            cur_empty = true;
+            sc.line.push(lineno);
+            sc.time.push(f64::NAN);
         }
-        if cur_empty {
-            cur.line = lineno;
-            cur_empty = false;
-        }
-        seen[kid] = scrapes.len();
+        let c = sc.len() - 1;
+        seen[kid] = c;
         if let Some(ts) = ts {
-            cur.time = Some(ts);
+            sc.time[c] = ts;
+        }
+        if !is_read(name) {
+            continue;
         }
         if !value.is_finite() {
             // Histogram `+Inf` buckets are fine to skip; a NaN or infinite gauge we read is not.
-            if !name.ends_with("_bucket") && is_read(name) {
+            if !name.ends_with("_bucket") {
                 return Err(err(Some(lineno), format!("metric `{name}`: {vtext} is not a finite number")));
             }
             continue;
         }
         if name == TIME && ts.is_none() {
-            cur.time = Some(value);
+            sc.time[c] = value;
         }
         let next_name = names.len();
         let nid = *names.entry(name).or_insert(next_name);
-        if nid >= cur.values.len() {
-            cur.values.resize(nid + 1, f64::NAN);
+        if nid >= sc.values.len() {
+            sc.values.push(Vec::new());
         }
-        let v = &mut cur.values[nid];
+        let col = &mut sc.values[nid];
+        if col.len() <= c {
+            col.resize(c + 1, f64::NAN);
+        }
+        let v = &mut col[c];
         *v = if v.is_nan() { value } else { *v + value };
     }
-    if !cur_empty {
-        scrapes.push(cur);
-    }
-    if scrapes.is_empty() {
+    if sc.len() == 0 {
         return Err(err(None, "no samples".into()));
     }
     // Times: strictly increasing.
-    let mut t = Vec::with_capacity(scrapes.len());
-    for s in &scrapes {
-        let Some(ts) = s.time else {
+    for i in 0..sc.len() {
+        let ts = sc.time[i];
+        if ts.is_nan() {
             return Err(err(
-                Some(s.line),
+                Some(sc.line[i]),
                 format!("this scrape has no time: give samples timestamps or include `{TIME}`"),
             ));
-        };
-        if let Some(&prev) = t.last() {
+        }
+        if i > 0 {
+            let prev = sc.time[i - 1];
             if ts <= prev {
                 let what = if ts == prev {
                     format!("scrape time {ts} repeats the previous scrape's")
                 } else {
                     format!("scrape time {ts} is before the previous scrape's {prev}: scrapes must be in time order")
                 };
-                return Err(err(Some(s.line), what));
+                return Err(err(Some(sc.line[i]), what));
             }
         }
-        t.push(ts);
     }
+    let t = std::mem::take(&mut sc.time);
     if t.len() < 2 {
         return Err(err(None, "one scrape: at least two are needed".into()));
     }
-    let series = |wanted: &[&str]| -> Result<Option<Vec<f64>>, TelemetryError> {
-        for n in wanted {
-            let Some(&id) = names.get(n) else { continue };
-            let mut v = Vec::with_capacity(scrapes.len());
-            for s in &scrapes {
-                match s.values.get(id) {
-                    Some(x) if !x.is_nan() => v.push(*x),
-                    _ => return Err(err(Some(s.line), format!("this scrape has no `{n}` (others do)"))),
-                }
+    let n = t.len();
+    let lines = std::mem::take(&mut sc.line);
+    let mut values = std::mem::take(&mut sc.values);
+    // A metric's column, moved out (each is read once, but for LAT_COUNT, which COMPLETED
+    // may read again).
+    let mut series = |wanted: &[&str]| -> Result<Option<Vec<f64>>, TelemetryError> {
+        for nm in wanted {
+            let Some(&id) = names.get(nm) else { continue };
+            let col = &mut values[id];
+            if let Some(i) = (0..n).find(|&i| col.get(i).map_or(true, |x| x.is_nan())) {
+                return Err(err(Some(lines[i]), format!("this scrape has no `{nm}` (others do)")));
             }
+            let v = if *nm == LAT_COUNT { col.clone() } else { std::mem::take(col) };
             return Ok(Some(v));
         }
         Ok(None)
@@ -190,7 +214,13 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         }
     };
     if let Some(i) = x.iter().position(|v| *v < 0.0) {
-        return Err(err(Some(scrapes[i].line), format!("the {} is negative ({})", signal.name(), x[i])));
+        return Err(err(Some(lines[i]), format!("the {} is negative ({})", signal.name(), x[i])));
+    }
+    if let Some(i) = x.iter().position(|v| *v > MAX_LEVEL) {
+        return Err(err(
+            Some(lines[i]),
+            format!("the {} is {:e}, beyond {MAX_LEVEL:e}, the largest capacity safegate accepts", signal.name(), x[i]),
+        ));
     }
     let rate = |c: Option<Vec<f64>>| c.map(|c| counter_to_rate(&t, &c));
     let latency = match (series(&[LAT_SUM])?, series(&[LAT_COUNT])?) {
@@ -214,16 +244,39 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
     };
     let capacity = series(&[CAPACITY])?
         .and_then(|c| c.into_iter().fold(None, |m: Option<f64>, v| Some(m.map_or(v, |m| m.max(v)))));
+    let throughput = rate(series(COMPLETED)?);
+    let offered = rate(series(&[OFFERED])?);
+    let rejections = rate(series(&[REJECTED])?);
+    let retries = rate(series(&[RETRIED])?);
+    let limit = series(&[LIMIT])?;
+    for (what, col, most) in [
+        (LIMIT, &limit, MAX_LEVEL),
+        ("completions (per second)", &throughput, MAX_RATE),
+        ("offered requests (per second)", &offered, MAX_RATE),
+        ("rejections (per second)", &rejections, MAX_RATE),
+        ("retries (per second)", &retries, MAX_RATE),
+    ] {
+        if let Some(i) = col.as_ref().and_then(|v| first_above(v, most)) {
+            let v = col.as_ref().map_or(0.0, |v| v[i]);
+            return Err(err(Some(lines[i]), format!("{what}: {v:e} is beyond {most:e}, the most safegate accepts")));
+        }
+    }
+    if let Some(c) = capacity.filter(|c| *c > MAX_LEVEL) {
+        return Err(err(
+            None,
+            format!("{CAPACITY}: {c:e} is beyond {MAX_LEVEL:e}, the largest capacity safegate accepts"),
+        ));
+    }
     Ok(Telemetry {
         signal: Some(signal),
         x,
         latency,
-        throughput: rate(series(COMPLETED)?),
-        offered: rate(series(&[OFFERED])?),
+        throughput,
+        offered,
         health: None,
-        rejections: rate(series(&[REJECTED])?),
-        retries: rate(series(&[RETRIED])?),
-        limit: series(&[LIMIT])?,
+        rejections,
+        retries,
+        limit,
         capacity: capacity.filter(|c| *c > 0.0),
         ignored: Vec::new(),
         t,

@@ -203,3 +203,68 @@ fn horizons_are_bounded_and_empty_windows_are_no_evidence() {
     let r = check(&h, &opts(10.0), "h.csv").unwrap();
     assert_eq!((r.exits.frequency.trials, r.exits.frequency.exits), (3, 2));
 }
+
+#[test]
+fn sniff_reads_several_labels_as_prometheus() {
+    assert_eq!(sniff("safegate_backlog{a=\"1\",b=\"x\"} 1 1000\n"), Format::Prometheus);
+    assert_eq!(sniff("safegate_backlog{a=\"1\"} 1\n"), Format::Prometheus);
+    assert_eq!(sniff("time,queue\n0,1\n"), Format::Csv);
+    assert_eq!(sniff("time{x,queue\n"), Format::Csv);
+    let (tel, f) = parse("l", "m{a=\"1\",b=\"x\"} 1 1000\nsafegate_backlog{a=\"1\",b=\"x\"} 2 1000\nsafegate_backlog{a=\"1\",b=\"x\"} 3 2000\n").unwrap();
+    assert_eq!((f, tel.x), (Format::Prometheus, vec![2.0, 3.0]));
+}
+
+#[test]
+fn rows_and_series_are_capped() {
+    let mut csv = String::from("time,queue\n");
+    for i in 0..=super::MAX_ROWS {
+        csv.push_str(&i.to_string());
+        csv.push_str(",1\n");
+    }
+    let e = parse_as("big.csv", &csv, Format::Csv).unwrap_err();
+    assert_eq!(e.line, Some(super::MAX_ROWS + 2));
+    assert!(e.to_string().contains("more than 3000000 rows"), "{e}");
+    drop(csv);
+    let mut prom = String::new();
+    for i in 0..=super::MAX_ROWS {
+        prom.push_str("safegate_limit 1 ");
+        prom.push_str(&(i * 1000).to_string());
+        prom.push('\n');
+    }
+    let e = parse_as("big.prom", &prom, Format::Prometheus).unwrap_err();
+    assert!(e.to_string().contains("more than 3000000 scrapes"), "{e}");
+    drop(prom);
+    let many: String = (0..=super::prom::MAX_SERIES).map(|i| format!("x{{i=\"{i}\"}} 1\n")).collect();
+    let e = parse_as("many.prom", &many, Format::Prometheus).unwrap_err();
+    assert!(e.to_string().contains("distinct series") && e.line == Some(super::prom::MAX_SERIES + 1), "{e}");
+}
+
+#[test]
+fn values_beyond_the_ranges_name_their_line() {
+    let e = parse_as("q", "time,queue\n0,1\n1,1e308\n", Format::Csv).unwrap_err();
+    assert_eq!(e.line, Some(3));
+    let e = parse_as("o", "time,queue,offered_total\n0,1,0\n1,1,1\n# c\n2,1,1e305\n", Format::Csv).unwrap_err();
+    assert_eq!(e.line, Some(5), "{e}");
+    let e = parse_as("r", "time,queue,rejections\n0,1,0\n0.001,1,1e5\n", Format::Csv).unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+    assert!(parse_as("ok", "time,queue,offered\n0,1e8,1e7\n1,0,0\n", Format::Csv).is_ok());
+    let e = parse_as("p", "safegate_backlog 1 1000\nsafegate_requests_offered_total 0 1000\nsafegate_backlog 1 2000\nsafegate_requests_offered_total 1e300 2000\n", Format::Prometheus).unwrap_err();
+    assert_eq!(e.line, Some(3), "{e}");
+}
+
+#[test]
+fn options_outside_a_boundary_files_ranges_are_refused() {
+    let tel = parse_as("t", "time,queue,capacity\n0,1,10\n1,2,10\n2,1,10\n", Format::Csv).unwrap();
+    for (opts, flag) in [
+        (CheckOptions { capacity: Some(5e-324), ..CheckOptions::default() }, "--capacity"),
+        (CheckOptions { capacity: Some(1e308), ..CheckOptions::default() }, "--capacity"),
+        (CheckOptions { epsilon: 1e-300, ..CheckOptions::default() }, "--epsilon"),
+        (CheckOptions { eta: 1e-300, ..CheckOptions::default() }, "--eta"),
+        (CheckOptions { threshold: 1.0, ..CheckOptions::default() }, "--threshold"),
+    ] {
+        let e = check(&tel, &opts, "t").unwrap_err().to_string();
+        assert!(e.contains(flag), "{e}");
+    }
+    let r = check(&tel, &CheckOptions { horizon: 1.0, ..CheckOptions::default() }, "t").unwrap();
+    assert_eq!(r.draft_error, None);
+}
