@@ -227,12 +227,36 @@ fn one_at_a_time(state: &AppState, query: &HashMap<String, String>, start: Start
     }
 }
 
-async fn live_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
-    one_at_a_time(&state, &query, live::stream)
+/// A browser sends `Origin` with a cross-origin `EventSource` and none with the page's own
+/// (same-origin GET): a stream asked for by another site's page is refused, so no page the
+/// user happens to have open can start runs here and hold the one slot. Clients that are
+/// not browsers (curl) send no `Origin`.
+fn foreign_origin(headers: &HeaderMap) -> Option<Response> {
+    let origin = headers.get(header::ORIGIN)?.to_str().unwrap_or("");
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or("");
+    let own = origin.strip_prefix("http://").is_some_and(|o| !host.is_empty() && o == host);
+    (!own).then(|| {
+        error(
+            StatusCode::FORBIDDEN,
+            &format!("a stream for the page at {origin}: streams are served to this server's own pages only"),
+        )
+    })
 }
 
-async fn fleet_handler(State(state): State<Arc<AppState>>, Query(query): Query<HashMap<String, String>>) -> Response {
-    one_at_a_time(&state, &query, fleet::stream)
+async fn live_handler(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    foreign_origin(&headers).unwrap_or_else(|| one_at_a_time(&state, &query, live::stream))
+}
+
+async fn fleet_handler(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    foreign_origin(&headers).unwrap_or_else(|| one_at_a_time(&state, &query, fleet::stream))
 }
 
 pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
@@ -447,6 +471,29 @@ mod tests {
         let (s, body) = get_text(app(), "/api/live/stream?run=%5B%5D").await;
         assert_eq!(s, StatusCode::BAD_REQUEST);
         assert!(body.contains("run: expected a JSON object"), "{body}");
+    }
+
+    #[tokio::test]
+    async fn a_stream_for_another_sites_page_is_refused() {
+        for path in ["/api/live/stream?duration=1000", "/api/fleet/stream?nodes=0"] {
+            let req = |origin: Option<&str>| {
+                let mut r = Request::get(path).header(header::HOST, "127.0.0.1:8787");
+                if let Some(o) = origin {
+                    r = r.header(header::ORIGIN, o);
+                }
+                r.body(Body::empty()).unwrap()
+            };
+            let resp = app().oneshot(req(Some("https://evil.example"))).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::FORBIDDEN, "{path}");
+            let resp = app().oneshot(req(Some("null"))).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::FORBIDDEN, "{path}");
+            // The page's own origin and no origin at all reach the stream's own checks (a
+            // 400 for these out-of-range queries, before anything starts).
+            let resp = app().oneshot(req(Some("http://127.0.0.1:8787"))).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{path}");
+            let resp = app().oneshot(req(None)).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{path}");
+        }
     }
 
     async fn get_text(app: Router, uri: &str) -> (StatusCode, String) {
