@@ -29,7 +29,7 @@ pub use check::{
 /// Most rows (CSV rows, Prometheus scrapes) a telemetry file may have: a month at one
 /// sample per second is 2.6 M. Every row is held in memory (8 bytes per column read) while
 /// the checks run; at this cap the largest accepted file peaks under 700 MB resident
-/// (docs/boundary-check.md §Limits).
+/// (docs/boundary-check.md §Telemetry formats, its "Limits" paragraph).
 pub const MAX_ROWS: usize = 3_000_000;
 /// Most bytes of a CSV telemetry file (the text is held while it is parsed).
 pub const MAX_CSV_BYTES: u64 = 256 << 20;
