@@ -92,6 +92,13 @@ fn metrics_are_served_while_it_runs() {
         }
         std::thread::sleep(Duration::from_millis(100));
     }
+    // Ctrl-C, as a user stops it: the run stops its private redis-server on the way out
+    // (a SIGKILL left one running after every test run).
+    let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+    let t = Instant::now();
+    while child.try_wait().ok().flatten().is_none() && t.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
     let _ = child.kill();
     let _ = child.wait();
     let body = seen.expect("/metrics answered with admissions within 8 s");
