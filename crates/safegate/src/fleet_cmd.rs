@@ -397,7 +397,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     let json = args.json;
     let mut status = crate::progress::StatusLine::new();
-    let report = rt.block_on(play(&plan, &mut |tick: &Tick<'_>| {
+    let mut on_second = |tick: &Tick<'_>| {
         if !json {
             let s = tick.second;
             let line = format!(
@@ -411,7 +411,18 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
             status.show(&line, s.t / plan.secs);
         }
         ControlFlow::Continue(())
-    }))?;
+    };
+    // Ctrl-C or SIGTERM to this process alone would end it before its private redis-server
+    // is stopped: the run is dropped instead, which stops the server and the gate processes.
+    let report = rt.block_on(async {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        tokio::select! {
+            r = play(&plan, &mut on_second) => r,
+            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted: the gates and the private Redis were stopped")),
+            _ = term.recv() => Err(anyhow::anyhow!("terminated: the gates and the private Redis were stopped")),
+        }
+    })?;
     if json {
         println!("{}", serde_json::to_string(&report)?);
     } else {
