@@ -412,17 +412,10 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         }
         ControlFlow::Continue(())
     };
-    // Ctrl-C or SIGTERM to this process alone would end it before its private redis-server
-    // is stopped: the run is dropped instead, which stops the server and the gate processes.
-    let report = rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = play(&plan, &mut on_second) => r,
-            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted: the gates and the private Redis were stopped")),
-            _ = term.recv() => Err(anyhow::anyhow!("terminated: the gates and the private Redis were stopped")),
-        }
-    })?;
+    let report = rt.block_on(crate::stop::on_signal(
+        play(&plan, &mut on_second),
+        "the gates and the private Redis were stopped",
+    ))?;
     if json {
         println!("{}", serde_json::to_string(&report)?);
     } else {

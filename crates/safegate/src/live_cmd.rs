@@ -245,18 +245,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     }
     let mut status = crate::progress::StatusLine::new();
     let mut on_progress = |p: &Progress| status.show(&progress_line(p), p.t / p.duration);
-    // Ctrl-C or SIGTERM sent to this process alone (`kill PID`, a service manager) would end
-    // it before its private redis-server is stopped: the run is dropped instead, which
-    // stops the server, the emulator and the executors, and the command says so.
-    let report: LiveReport = rt.block_on(async {
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
-        tokio::select! {
-            r = safegate_live::run::run(&live_run, policy, &mut on_progress) => Ok(r?),
-            _ = tokio::signal::ctrl_c() => Err(anyhow::anyhow!("interrupted: the run and its private Redis were stopped")),
-            _ = term.recv() => Err(anyhow::anyhow!("terminated: the run and its private Redis were stopped")),
-        }
-    })?;
+    let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
+    let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();
     let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
     let run_report = RunReport {

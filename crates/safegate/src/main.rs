@@ -30,6 +30,7 @@ mod run_cmd;
 mod run_render;
 mod run_verdict;
 mod serve_cmd;
+mod stop;
 mod verify_cmd;
 
 /// Admission control whose safety is a reviewable boundary.
