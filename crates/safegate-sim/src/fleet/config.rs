@@ -53,18 +53,22 @@ pub struct PriceConfig {
     /// A declared capacity `c` of the dependency [req/s]; `None` prices against
     /// `utilisation · H(t) · C · s`, the ideal pool's clearing rate at the current health.
     pub capacity: Option<f64>,
-    /// Share of the ideal rate `H·C·s` priced against when no capacity is declared (0.9):
-    /// below 1 so the fleet stays on the rising side of the contention curve.
-    pub utilisation: f64,
+    /// Share of the ideal rate `H·C·s` priced against when no capacity is declared (`None`
+    /// is [`DEFAULT_UTILISATION`]): below 1 so the fleet stays on the rising side of the
+    /// contention curve. Giving it with `capacity` is an error: one of them is the target.
+    pub utilisation: Option<f64>,
     /// `p(0)`; `None` starts at the equilibrium price `p*` of the health at t = 0.
     pub initial: Option<f64>,
 }
 
 impl Default for PriceConfig {
     fn default() -> Self {
-        Self { gain: 0.05, capacity: None, utilisation: 0.9, initial: None }
+        Self { gain: 0.05, capacity: None, utilisation: None, initial: None }
     }
 }
+
+/// The share of `H·C·s` the price targets when neither a capacity nor a utilisation is given.
+pub const DEFAULT_UTILISATION: f64 = 0.9;
 
 /// Everything one fleet run needs. Build it from a [`crate::fleet::FleetScenario`] (which
 /// checks it) or by hand, then [`FleetConfig::check`] it (every run does).
@@ -141,7 +145,7 @@ impl FleetConfig {
 
     /// The capacity the price is set against at health `h` [req/s].
     pub fn priced_capacity(&self, price: &PriceConfig, h: f64) -> f64 {
-        price.capacity.unwrap_or(price.utilisation * h * self.comfortable * self.rate)
+        price.capacity.unwrap_or(price.utilisation.unwrap_or(DEFAULT_UTILISATION) * h * self.comfortable * self.rate)
     }
 
     /// Check every range a run relies on; fields are named by their path in a fleet file
@@ -192,7 +196,18 @@ impl FleetConfig {
             if let Some(c) = p.capacity {
                 check::within("fleet.price.capacity", c, f64::MIN_POSITIVE, MAX_RATE, "(0, 1e7] req/s")?;
             }
-            check::within("fleet.price.utilisation", p.utilisation, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
+            if let Some(u) = p.utilisation {
+                if p.capacity.is_some() {
+                    // A declared capacity is the target; a utilisation beside it would be
+                    // silently ignored.
+                    return Err(RangeError::new(
+                        "fleet.price.utilisation",
+                        u,
+                        "absent when fleet.price.capacity is given (give one target: a capacity, or a share of H·C·s)",
+                    ));
+                }
+                check::within("fleet.price.utilisation", u, f64::MIN_POSITIVE, 1.0, "(0, 1]")?;
+            }
             if let Some(p0) = p.initial {
                 check::within("fleet.price.initial", p0, 0.0, 1e12, "[0, 1e12]")?;
             }

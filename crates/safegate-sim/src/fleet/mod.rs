@@ -32,7 +32,7 @@ mod scenario;
 pub mod stag;
 pub mod sweep;
 
-pub use config::{FleetConfig, GateConfig, PriceConfig, MAX_DELAY, MAX_DELAY_STEPS, MAX_GATES};
+pub use config::{FleetConfig, GateConfig, PriceConfig, DEFAULT_UTILISATION, MAX_DELAY, MAX_DELAY_STEPS, MAX_GATES};
 pub use price::{
     equilibrium, euler_threshold, hayes_threshold, nyquist_threshold, sufficient_threshold, Equilibrium, EulerThreshold,
 };

@@ -292,6 +292,7 @@ fn fleet_files_parse_check_and_name_bad_fields() {
         ("[fleet]\nrates = [1]\ngates = [{}]", "fleet.gates", "(with rates or copies)"),
         ("[fleet]\ngates = []", "fleet.gates", "[]"),
         ("[fleet.price]\nutilisation = 1.5", "fleet.price.utilisation", "1.5"),
+        ("[fleet.price]\ncapacity = 135\nutilisation = 0.8", "fleet.price.utilisation", "0.8"),
         ("[fleet]\nthreshold = 1", "fleet.threshold", "1"),
         ("[health]\nlow = 2", "health.low", "2"),
     ];
