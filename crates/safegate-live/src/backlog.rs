@@ -294,7 +294,7 @@ pub(crate) async fn connect_manager(
     let err = |what: &str| {
         let shown = shown.clone();
         let what = what.to_string();
-        move |source| LiveError::Redis { url: shown, what, source }
+        move |error| LiveError::Redis { url: shown, what, error }
     };
     let client = Client::open(url).map_err(err("parsing the URL"))?;
     let cfg = redis::aio::ConnectionManagerConfig::new()
@@ -308,7 +308,7 @@ pub(crate) async fn connect_manager(
             .map_err(|_| LiveError::Redis {
                 url: shown.clone(),
                 what: "connecting".into(),
-                source: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+                error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
             })?
             .map_err(err("connecting"))?;
     Ok((client, con))
@@ -364,7 +364,7 @@ impl Backlog {
     fn err(&self, what: impl Into<String>) -> impl FnOnce(redis::RedisError) -> LiveError {
         let url = self.url.clone();
         let what = what.into();
-        move |source| LiveError::Redis { url, what, source }
+        move |error| LiveError::Redis { url, what, error }
     }
 
     /// Create the stream and the group (after a restart without persistence too).

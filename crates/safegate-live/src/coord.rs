@@ -175,7 +175,7 @@ impl Coordinator {
             .arg(self.cfg.max_step_ms)
             .invoke_async(&mut c)
             .await
-            .map_err(|source| LiveError::Redis { url: self.url.clone(), what: "price script".into(), source })?;
+            .map_err(|error| LiveError::Redis { url: self.url.clone(), what: "price script".into(), error })?;
         let f = |i: usize| v.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
         Ok(Grant {
             rate: f(0).max(0.0),

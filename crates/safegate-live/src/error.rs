@@ -18,15 +18,18 @@ pub enum LiveError {
     )]
     RedisMissing,
     /// Redis refused, was unreachable, or answered with an error.
-    #[error("redis at {url}: {what}: {source}")]
+    ///
+    /// The client's error is shown in the message and is not also a `source()`: a
+    /// `RedisError` repeats its I/O cause in its own text, so an error chain printed whole
+    /// (`{:#}`) said "Connection refused" three times.
+    #[error("redis at {url}: {what}: {error}")]
     Redis {
         /// The server's address (password elided).
         url: String,
         /// What was being done.
         what: String,
         /// The client's error.
-        #[source]
-        source: redis::RedisError,
+        error: redis::RedisError,
     },
     /// A listening socket could not be bound.
     #[error("cannot listen on {addr} ({what}): {source}")]
