@@ -85,7 +85,8 @@ pub(crate) struct RunArgs {
     /// Keep every N-th sample in the JSON series.
     #[arg(long, default_value_t = 1, value_name = "N")]
     pub(crate) every: usize,
-    /// Where to write the SVG chart [default: safegate-run.svg; with --json, only when given].
+    /// Where to write the SVG chart [default: safegate-run.svg; with --json, only when given];
+    /// `-` writes it to standard output, and the table to standard error.
     #[arg(long, value_name = "PATH")]
     pub(crate) svg: Option<PathBuf>,
     /// Do not write the chart.
@@ -193,6 +194,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.every == 0 {
         anyhow::bail!("--every must be at least 1");
     }
+    let svg_to_stdout = args.svg.as_deref().is_some_and(|p| p.as_os_str() == "-");
+    if svg_to_stdout && args.json {
+        anyhow::bail!("--svg -: standard output carries the --json document; give --svg a file path");
+    }
     let mut scenario = scenario;
     if let Some(path) = &args.boundary {
         scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
@@ -240,10 +245,22 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     };
     if let Some(path) = &chart {
         let svg = render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, line, &reports);
-        std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
+        if svg_to_stdout {
+            print!("{svg}");
+        } else {
+            std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
+        }
     }
 
-    if args.json {
+    if svg_to_stdout {
+        // The chart is the output; the table and verdicts go where a terminal still shows them.
+        if !overrides.is_empty() {
+            let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+            eprintln!("overrides (the description above them is the file's): {}", list.join(", "));
+        }
+        eprint!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
+        eprint!("{}", verdict_block(&reports));
+    } else if args.json {
         let doc = json_doc(reports, chart.as_ref().map(|p| p.display().to_string()));
         println!("{}", serde_json::to_string(&doc)?);
     } else {

@@ -157,6 +157,22 @@ fn writes_the_chart() {
 }
 
 #[test]
+fn svg_dash_is_standard_output() {
+    // `--svg -` puts the chart alone on stdout (the table goes to stderr) and writes no file "-".
+    let out = safegate(&["run", "--svg", "-", "--duration", "20"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let svg = String::from_utf8(out.stdout).unwrap();
+    assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no gate"));
+    let dir = std::env::temp_dir().join(format!("safegate-cli-{}", std::process::id()));
+    assert!(!dir.join("-").exists(), "a file named - was written");
+    // With --json, stdout is taken: a clear error, exit 2.
+    let out = safegate(&["run", "--json", "--svg", "-", "--duration", "20"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--svg -"), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+#[test]
 fn explicit_scenarios_keep_their_runs_and_take_the_arms_on_request() {
     let path = scenario("stochastic-80.toml");
     let plain = safegate(&["run", &path, "--no-svg", "--duration", "60"]);
