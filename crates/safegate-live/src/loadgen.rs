@@ -142,8 +142,15 @@ pub async fn run(
         if now >= cfg.until {
             break;
         }
-        // Arrivals due.
+        // Arrivals due. A generator that has fallen behind (a rate beyond what it can offer)
+        // yields every 64 arrivals, so the controller and the progress reports on the same
+        // runtime still run; without it one poll made every arrival of the run at once.
+        let mut made = 0u32;
         while next <= now && next < cfg.until {
+            made += 1;
+            if made.is_multiple_of(64) {
+                tokio::task::yield_now().await;
+            }
             let keep = (cfg.rate)(next) / peak;
             if keep >= 1.0 || rng.random::<f64>() < keep {
                 serial += 1;

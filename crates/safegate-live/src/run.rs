@@ -93,6 +93,42 @@ impl Default for LiveOptions {
     }
 }
 
+/// Most offers per wall second a live run may ask of its load generator: the peak of
+/// `traffic.rate` (or `traffic.spike.rate`) times `speed`. One generator task offers through
+/// one Redis server, which runs the admission script for each; on the 2-core machine of
+/// `BENCHMARKS.md` the release build kept up with 40 000 a second (0 unsent, 92 % of the
+/// controller's decisions) and at 90 000 left 24 % unsent and the controller a third of
+/// its decisions. Far above it nearly every arrival goes unsent (λ = 10⁶ at speed 10:
+/// 98 %), and the run shows a load the scenario never asked for, so it is refused before
+/// anything starts.
+pub const MAX_OFFERS_PER_WALL_SECOND: f64 = 5e4;
+
+/// Share of the generator's offers that may go unsent before a run is flagged as running a
+/// lighter load than its scenario's.
+pub const UNSENT_WARNING_SHARE: f64 = 0.01;
+
+/// Refuses a run whose peak offered rate at `speed` is beyond
+/// [`MAX_OFFERS_PER_WALL_SECOND`], naming the scenario key that sets the peak.
+pub fn check_offer_rate(cfg: &Config, speed: f64) -> Result<(), safegate_core::RangeError> {
+    let (field, peak) = match cfg.spike {
+        Some(s) if s.rate > cfg.traffic => ("traffic.spike.rate", s.rate),
+        _ => ("traffic.rate", cfg.traffic),
+    };
+    let wall = peak * speed;
+    if wall.is_finite() && wall <= MAX_OFFERS_PER_WALL_SECOND {
+        return Ok(());
+    }
+    Err(safegate_core::RangeError::new(
+        field,
+        peak,
+        format!(
+            "at speed {speed}, at most {:.0} req/s (the live load generator offers at most {MAX_OFFERS_PER_WALL_SECOND:.0} \
+             a wall second; {wall:.3e} asked): lower the rate or the speed",
+            MAX_OFFERS_PER_WALL_SECOND / speed
+        ),
+    ))
+}
+
 impl LiveOptions {
     /// Check the options' ranges; the error names the flag.
     pub fn check(&self) -> Result<(), safegate_core::RangeError> {
@@ -166,6 +202,10 @@ pub struct LiveReport {
     pub downstream: Option<DownstreamStats>,
     /// Decisions taken, and periods the controller could not read Redis.
     pub decisions: u64,
+    /// Decisions the controller's period allows over the run (`duration / dt`, with the
+    /// period at least 0.5 ms of wall time): far more than `decisions` means the controller
+    /// could not keep its pace (Redis or the cores were saturated).
+    pub planned_decisions: u64,
     /// Controller periods lost to Redis errors.
     pub controller_errors: u64,
     /// The scrapes kept ([`LiveOptions::scrape_every`]), in Prometheus's text format.
@@ -277,6 +317,7 @@ pub async fn run(
     let opts = &run.opts;
     cfg.check()?;
     opts.check()?;
+    check_offer_rate(cfg, opts.speed)?;
     let started = Instant::now();
     // Redis.
     let server = match &opts.redis {
@@ -378,7 +419,9 @@ pub async fn run(
     let mut live = LiveSeries::default();
     let mut decisions = 0u64;
     let mut errors = 0u64;
-    let mut tick = tokio::time::interval(clock.wall(cfg.dt).max(Duration::from_micros(500)));
+    let period = clock.wall(cfg.dt).max(Duration::from_micros(500));
+    let planned_decisions = (clock.wall(cfg.duration).as_secs_f64() / period.as_secs_f64()).floor() as u64;
+    let mut tick = tokio::time::interval(period);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut last_t = 0.0;
     let mut last_q = 0.0;
@@ -529,6 +572,7 @@ pub async fn run(
         filter: policy.filter_stats(),
         downstream: ds,
         decisions,
+        planned_decisions,
         controller_errors: errors,
         scrapes,
     })

@@ -170,6 +170,11 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     // column (milliseconds beside a live run's seconds).
     // The verdicts' safe line (and the live metrics' barrier margin).
     let line = variant.scenario.safe_threshold() * cfg.pool.capacity;
+    // A load the generator cannot offer is refused before the model column is simulated
+    // (`--speed` itself is checked with the other options below).
+    if args.speed.is_finite() && args.speed > 0.0 {
+        safegate_live::run::check_offer_rate(&cfg, args.speed).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    }
     let sim = if args.no_sim {
         None
     } else {
@@ -248,6 +253,24 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
     let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();
+    let tried = report.load.arrivals + report.load.retries;
+    if tried > 0 && report.load.unsent as f64 > safegate_live::run::UNSENT_WARNING_SHARE * tried as f64 {
+        eprintln!(
+            "warning: {} of {} offers ({:.1} %) were never made (Redis unavailable, or more than the load \
+             generator could send at {}×): the live run carried a lighter load than its scenario's",
+            report.load.unsent,
+            tried,
+            100.0 * report.load.unsent as f64 / tried as f64,
+            report.speed
+        );
+    }
+    if (report.decisions as f64) < 0.8 * report.planned_decisions as f64 {
+        eprintln!(
+            "warning: the controller took {} of its {} planned decisions: Redis or the cores were saturated, \
+             and the gate acted less often than the scenario's run.dt",
+            report.decisions, report.planned_decisions
+        );
+    }
     let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
     let run_report = RunReport {
         label: format!("live: {label}"),

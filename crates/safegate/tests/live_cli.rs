@@ -154,6 +154,16 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&safegate(&["live", "--timeout", "-1", "--no-svg"]), "--timeout");
     fails_with(&safegate(&["live", "--retry-probability", "2", "--no-svg"]), "--retry-probability");
     fails_with(&safegate(&["live", "--namespace", "*", "--no-svg"]), "--namespace");
+    // A load the generator cannot offer (λ · speed above 5e4 a wall second), before any
+    // model column is simulated or a server started; a spike's peak is named as its own key.
+    let started = Instant::now();
+    fails_with(&safegate(&["live", "--traffic", "1e6", "--speed", "10", "--no-svg"]), "traffic.rate");
+    fails_with(&safegate(&["live", "--traffic", "20000", "--speed", "10", "--no-svg"]), "at most 5000 req/s");
+    fails_with(
+        &safegate(&["live", "--set", "traffic.spike={start=1,duration=1,rate=5e5}", "--speed", "1", "--no-svg"]),
+        "traffic.spike.rate",
+    );
+    assert!(started.elapsed() < Duration::from_secs(20), "{:?}", started.elapsed());
     // No redis-server on PATH.
     let out = Command::new(env!("CARGO_BIN_EXE_safegate"))
         .args(["live", "--no-svg"])
@@ -174,4 +184,46 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--timeout-ms", "0"]), "--timeout-ms");
     fails_with(&safegate(&["live", "--retry-backoff", "nan", "--no-svg"]), "--retry-backoff");
     fails_with(&safegate(&["live", "--retry-backoff", "-1", "--no-svg"]), "--retry-backoff");
+}
+
+/// A load near the generator's bound: the controller keeps deciding while the generator
+/// catches up (before it yielded, one poll made every arrival of the run and the controller
+/// starved: 0 progress events at λ = 10⁶), and a shortfall is reported on standard error:
+/// unsent offers over 1 %, or fewer than 80 % of the planned decisions.
+#[test]
+fn a_heavy_load_leaves_the_controller_deciding_and_shortfalls_are_reported() {
+    let _serial = serial();
+    let run = |traffic: &str| {
+        let out = safegate(&[
+            "live",
+            "--traffic",
+            traffic,
+            "--duration",
+            "10",
+            "--speed",
+            "10",
+            "--json",
+            "--no-sim",
+            "--no-metrics",
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v["report"].clone(), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let n = |v: &serde_json::Value| v.as_u64().unwrap();
+    let (calm, stderr) = run("80");
+    assert!(n(&calm["decisions"]) as f64 >= 0.8 * n(&calm["planned_decisions"]) as f64, "{calm}");
+    assert!(!stderr.contains("warning"), "{stderr}");
+    let (heavy, stderr) = run("4900");
+    let (decisions, planned) = (n(&heavy["decisions"]), n(&heavy["planned_decisions"]));
+    assert!(decisions as f64 >= 0.2 * planned as f64, "{decisions} of {planned} decisions under load");
+    assert_eq!((decisions as f64) < 0.8 * planned as f64, stderr.contains("planned decisions"), "{stderr}");
+    let load = &heavy["load"];
+    let (unsent, tried) = (n(&load["unsent"]), n(&load["arrivals"]) + n(&load["retries"]));
+    assert!(tried > 30_000, "{load}");
+    assert_eq!(
+        unsent as f64 > 0.01 * tried as f64,
+        stderr.contains("were never made"),
+        "unsent {unsent} of {tried}: {stderr}"
+    );
 }

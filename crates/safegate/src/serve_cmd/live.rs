@@ -60,6 +60,7 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     // Its own redis-server, the emulated downstream, executors in this process: the defaults.
     let opts = LiveOptions { speed, namespace: "safegate-serve".into(), ..LiveOptions::default() };
     opts.check().map_err(|e| ApiError::bad(e.to_string()))?;
+    safegate_live::run::check_offer_rate(&cfg, speed).map_err(|e| ApiError::bad(format!("{ORIGIN}: {e}")))?;
     Ok((LiveRun { cfg, opts, line }, policy))
 }
 
@@ -86,7 +87,9 @@ pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePerm
             );
         };
         let report = rt.block_on(safegate_live::run::run(&run, policy, &mut on_progress))?;
-        Ok(serde_json::json!({ "summary": report.summary, "accounting": report.accounting, "policy": report.policy }))
+        Ok(serde_json::json!({
+            "summary": report.summary, "accounting": report.accounting, "policy": report.policy, "load": report.load,
+        }))
     }))
 }
 
