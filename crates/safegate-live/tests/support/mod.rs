@@ -106,3 +106,43 @@ pub(crate) fn safe_limit(cfg: &Config, bound: f64) -> f64 {
 pub(crate) fn physical_limit(cfg: &Config) -> f64 {
     safegate_sim::compare::physical_limit(cfg).unwrap() * cfg.duration
 }
+
+/// How many live runs a timing-sensitive measurement may take.
+pub(crate) const ATTEMPTS: u32 = 2;
+
+/// Fails the current attempt (of [`attempts`]) with a message, as `assert!` would fail the
+/// test.
+#[macro_export]
+macro_rules! within {
+    ($cond:expr, $($fmt:tt)+) => {
+        if !$cond {
+            return Err(format!($($fmt)+));
+        }
+    };
+}
+
+/// Runs `attempt` until it returns `Ok`, at most [`ATTEMPTS`] times, and panics with every
+/// attempt's failure when none passed.
+///
+/// A live run is paced by wall-clock timers: while other test binaries' builds or runs hold
+/// both cores, the emulated downstream's services end late and goodput and fidelity fall
+/// with them (76 % of the safe limit against the 90 % asserted, seen once under a parallel
+/// build). Only such measurements go through here; the books (`lost == 0`) and the safety
+/// bound are asserted on every run.
+pub(crate) async fn attempts<F, Fut>(name: &str, mut attempt: F)
+where
+    F: FnMut(u32) -> Fut,
+    Fut: std::future::Future<Output = Result<(), String>>,
+{
+    let mut failures = Vec::new();
+    for k in 1..=ATTEMPTS {
+        match attempt(k).await {
+            Ok(()) => return,
+            Err(e) => {
+                eprintln!("{name}: attempt {k} of {ATTEMPTS} missed: {e}");
+                failures.push(format!("attempt {k}: {e}"));
+            }
+        }
+    }
+    panic!("{name}: every attempt missed:\n{}", failures.join("\n"));
+}
