@@ -16,6 +16,14 @@
 //! since the last update, read from Redis `TIME` (one clock for the whole fleet). A gate's
 //! grant is its `yᵢ` at the new price, valid until a lease expiry.
 //!
+//! **The ceiling.** The update is projected onto `[0, Σⱼ wⱼ / c]` over the live members.
+//! At that price every gate asks at most `wⱼ / p`, so `Σ yⱼ ≤ c`: the clearing price is
+//! never above it, and the projection leaves the equilibrium and its local stability
+//! alone. Without it, a demand far beyond `c` threw the price from 0 past any clearing
+//! value in one update: two gates at 5·10⁵ req/s each against `c` = 60 got a price of
+//! about 1 500 and grants of 0.06 req/s, and at `γ·Δt·c` ≈ 0.1 a step the price would have
+//! taken about an hour to come back down (measured: 0–8 admitted a second for 4 s).
+//!
 //! **Membership** is the set of gates whose last call is younger than one lease; a gate
 //! that stops calling leaves the sum after its lease.
 //!
@@ -60,18 +68,21 @@ local function rate(d, w, price)
   if price <= 0 then return d end
   return math.min(d, w / price)
 end
-local y, members = 0, 0
+local y, members, wsum = 0, 0, 0
 for i = 1, #all, 2 do
   local d, w, seen = string.match(all[i + 1], '(%S+) (%S+) (%S+)')
   d, w, seen = tonumber(d), tonumber(w), tonumber(seen)
   if d and w and seen and now - seen <= lease_us then
     y = y + rate(d, w, p)
     members = members + 1
+    wsum = wsum + w
   else
     redis.call('HDEL', KEYS[1], all[i])
   end
 end
-p = math.max(0, p + gamma * dt * (y - cap))
+-- Projected onto [0, sum(w) / cap]: at that price every gate asks at most w/p and the sum
+-- is at most cap, so the clearing price is never above it.
+p = math.min(math.max(0, p + gamma * dt * (y - cap)), wsum / cap)
 redis.call('HSET', KEYS[2], 'price', tostring(p), 'updated', string.format('%.0f', now))
 local grant = rate(tonumber(ARGV[2]), tonumber(ARGV[3]), p)
 local learning = 0

@@ -87,3 +87,21 @@ async fn bad_settings_and_an_unreachable_redis_are_errors() {
     let e = Coordinator::connect("redis://127.0.0.1:6379/", "f*", cfg(300)).await.unwrap_err();
     assert!(e.to_string().contains("namespace"), "{e}");
 }
+
+/// A demand far beyond the capacity does not throw the price past every clearing value:
+/// the update is projected under `Σ w / c`, so the grants add up to `c` within a second
+/// rather than collapsing to almost nothing (0.06 req/s a gate before the ceiling).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_demand_far_beyond_the_capacity_still_gets_the_capacity() {
+    let server = RedisServer::start(false).expect("redis-server on PATH");
+    let cfg = PriceConfig { capacity: 60.0, gamma: 22.5 / 3600.0, lease_ms: 300, max_step_ms: 250 };
+    let c = Coordinator::connect(&server.url(), "f4", cfg).await.unwrap();
+    let mut has = vec![0.0; 2];
+    let g = run(&c, &[5e5, 5e5], &mut has, 1.0).await;
+    let rates: Vec<f64> = g.iter().map(|g| g.rate).collect();
+    eprintln!("two gates at 5e5 req/s against 60: {rates:?}, price {}", g[0].price);
+    assert!(g[0].price <= 2.0 / 60.0 + 1e-12, "price {} above Σw/c", g[0].price);
+    let total: f64 = rates.iter().sum();
+    assert!((total - 60.0).abs() <= 0.05 * 60.0, "{rates:?}");
+    assert!(jain(&rates) >= 0.99, "{rates:?}");
+}
