@@ -34,7 +34,7 @@ use axum::routing::{get, post};
 use axum::Router;
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 
 /// Flags of `safegate serve`.
 #[derive(Debug, Args)]
@@ -77,6 +77,8 @@ struct AppState {
     runs: Semaphore,
     /// One live or fleet run at a time.
     live: Arc<Semaphore>,
+    /// Set on Ctrl-C or SIGTERM: a playing run stops (and stops its servers).
+    stop: tokio::sync::watch::Sender<bool>,
     /// [`BODY_TIMEOUT`], shorter in the tests.
     body_timeout: Duration,
 }
@@ -91,19 +93,31 @@ fn policy_options() -> String {
 }
 
 /// The server's routes: the pages and their assets, `POST /api/run` and the two streams.
+#[cfg(test)]
 pub(crate) fn app() -> Router {
     app_with(BODY_TIMEOUT)
 }
 
 /// [`app`], waiting at most `body_timeout` for a request's body.
+#[cfg(test)]
 fn app_with(body_timeout: Duration) -> Router {
-    let state = Arc::new(AppState {
+    router(state(body_timeout))
+}
+
+/// The server's state, waiting at most `body_timeout` for a request's body.
+fn state(body_timeout: Duration) -> Arc<AppState> {
+    Arc::new(AppState {
         index: INDEX_HTML.replace("<!--POLICIES-->", &policy_options()),
         live_page: LIVE_HTML.replace("<!--POLICIES-->", &policy_options()),
         runs: Semaphore::new(CONCURRENT_RUNS),
         live: live::slot(),
+        stop: tokio::sync::watch::channel(false).0,
         body_timeout,
-    });
+    })
+}
+
+/// The server's routes: the pages and their assets, `POST /api/run` and the two streams.
+fn router(state: Arc<AppState>) -> Router {
     let text = |ty: &'static str, body: &'static str| get(move || async move { ([(header::CONTENT_TYPE, ty)], body) });
     Router::new()
         .route("/", get(|State(s): State<Arc<AppState>>| async move { page(s.index.clone()) }))
@@ -214,14 +228,14 @@ async fn run_handler(State(state): State<Arc<AppState>>, request: Request) -> Re
 const ONE_AT_A_TIME: &str = "a live or fleet run is already playing; one at a time";
 
 /// A stream's start: from its query and the one-run slot's permit.
-type StartStream = fn(&HashMap<String, String>, OwnedSemaphorePermit) -> Result<Response, api::ApiError>;
+type StartStream = fn(&HashMap<String, String>, sse::Slot) -> Result<Response, api::ApiError>;
 
 /// Takes the one-run slot (409 when a run holds it) and starts the stream.
 fn one_at_a_time(state: &AppState, query: &HashMap<String, String>, start: StartStream) -> Response {
     let Ok(permit) = state.live.clone().try_acquire_owned() else {
         return error(StatusCode::CONFLICT, ONE_AT_A_TIME);
     };
-    match start(query, permit) {
+    match start(query, sse::Slot { permit, stop: sse::Stop(state.stop.subscribe()) }) {
         Ok(sse) => sse,
         Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
     }
@@ -259,6 +273,9 @@ async fn fleet_handler(
     foreign_origin(&headers).unwrap_or_else(|| one_at_a_time(&state, &query, fleet::stream))
 }
 
+/// Longest wait on shutdown for a playing run to stop its servers.
+const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
+
 pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async {
@@ -272,12 +289,28 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         println!("safegate serve: http://{addr}/ (Ctrl-C stops)");
         use std::io::Write as _;
         std::io::stdout().flush()?;
-        axum::serve(listener, app())
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
+        let state = state(BODY_TIMEOUT);
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("installing the SIGTERM handler")?;
+        let stopping = state.clone();
+        axum::serve(listener, router(state.clone()))
+            .with_graceful_shutdown(async move {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+                // A playing run's stream ends with an `error` event once its future is dropped.
+                stopping.stop.send_replace(true);
             })
             .await
             .context("serving")?;
+        // The run's thread frees the slot after its servers are stopped: wait for it (the
+        // process would otherwise end first and leave its redis-server running).
+        match tokio::time::timeout(SHUTDOWN_WAIT, state.live.acquire()).await {
+            Ok(_) => {}
+            Err(_) => eprintln!("warning: a run was still stopping after {SHUTDOWN_WAIT:?}; its servers may be left"),
+        }
+        eprintln!("safegate serve: stopped");
         Ok(ExitCode::SUCCESS)
     })
 }

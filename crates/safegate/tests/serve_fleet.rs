@@ -170,3 +170,87 @@ fn one_run_at_a_time_freed_when_the_viewer_leaves_and_bad_queries_named() {
     }
     eprintln!("slot freed {:.1} s after the viewer left", left.elapsed().as_secs_f64());
 }
+
+/// Descendants of `pid` (from `/proc/*/stat`'s parent field).
+fn descendants(pid: u32) -> Vec<(u32, String)> {
+    let mut all = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(p) = e.file_name().to_string_lossy().parse::<u32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{p}/stat")) else { continue };
+        // `pid (comm) state ppid …`; comm may hold spaces, so split after its `)`.
+        let Some((head, tail)) = stat.rsplit_once(')') else { continue };
+        let comm = head.split_once('(').map_or("", |x| x.1).to_string();
+        let Some(ppid) = tail.split_whitespace().nth(1).and_then(|x| x.parse::<u32>().ok()) else { continue };
+        all.push((p, ppid, comm));
+    }
+    let mut out = Vec::new();
+    let mut frontier = vec![pid];
+    while let Some(parent) = frontier.pop() {
+        for (p, pp, comm) in &all {
+            if *pp == parent {
+                out.push((*p, comm.clone()));
+                frontier.push(*p);
+            }
+        }
+    }
+    out
+}
+
+fn alive(pid: u32) -> bool {
+    // A zombie (`Z`) has exited and waits for its parent.
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .is_ok_and(|s| s.rsplit_once(')').is_some_and(|(_, t)| !t.trim_start().starts_with('Z')))
+}
+
+/// SIGTERM to `serve` while runs play stops each run's servers before the process ends
+/// (before, the process ended at once and left the run's private redis-server running;
+/// with Ctrl-C it waited for the run's bounded end).
+#[test]
+fn sigterm_stops_the_playing_run_and_its_servers_before_serve_exits() {
+    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    for (path, first) in
+        [("/api/live/stream?duration=60&speed=1", "progress"), ("/api/fleet/stream?nodes=2&secs=60", "second")]
+    {
+        let (mut server, url) = common::serve();
+        let pid = server.0.id();
+        let (code, r) = get(&url, path);
+        assert_eq!(code, 200, "{path}: {}", body(r));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || events(r, tx));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let (name, v) =
+                rx.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("the run started");
+            assert_ne!(name, "error", "{v}");
+            if name == first {
+                break;
+            }
+        }
+        let children = descendants(pid);
+        assert!(
+            children.iter().any(|(_, c)| c.starts_with("redis-server")),
+            "{path}: no redis-server under serve: {children:?}"
+        );
+        let sent = Instant::now();
+        assert!(std::process::Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap().success());
+        // The stream ends with an error event saying why.
+        let mut last = None;
+        while let Ok((name, v)) = rx.recv_timeout(Duration::from_secs(15)) {
+            last = Some((name, v));
+        }
+        let (name, v) = last.expect("an event after SIGTERM");
+        assert_eq!(name, "error", "{v}");
+        assert!(v["error"].as_str().unwrap().contains("server is stopping"), "{v}");
+        let status = loop {
+            if let Some(s) = server.0.try_wait().unwrap() {
+                break s;
+            }
+            assert!(sent.elapsed() < Duration::from_secs(20), "{path}: serve still running 20 s after SIGTERM");
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        assert!(status.success(), "{path}: {status:?}");
+        let left: Vec<_> = children.iter().filter(|(p, _)| alive(*p)).collect();
+        assert!(left.is_empty(), "{path}: left running after serve exited: {left:?}");
+        eprintln!("{path}: serve and its {} processes stopped {:?} after SIGTERM", children.len(), sent.elapsed());
+    }
+}

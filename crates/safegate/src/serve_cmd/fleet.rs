@@ -12,7 +12,6 @@ use std::ops::ControlFlow;
 
 use axum::response::Response;
 use safegate_live::fleet_gate::{parse_policy, policy_name};
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::api::{self, ApiError};
 use super::sse;
@@ -106,15 +105,15 @@ fn second(tick: &Tick<'_>) -> serde_json::Value {
     })
 }
 
-/// Starts the run on its own thread (holding `permit` until it ends) and streams it.
-pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
+/// Starts the run on its own thread (holding the slot until it ends) and streams it.
+pub(crate) fn stream(query: &HashMap<String, String>, slot: sse::Slot) -> Result<Response, ApiError> {
     let plan = parse(query)?;
     let start = serde_json::json!({
         "nodes": plan.nodes, "mode": policy_name(plan.mode), "capacity": plan.capacity,
         "demand": plan.demand, "secs": plan.secs, "lease_ms": plan.lease_ms, "refresh_ms": plan.refresh_ms,
         "outage": plan.outage.map(|(a, b)| serde_json::json!({ "start": a, "length": b })),
     });
-    Ok(sse::play(start, permit, move |rt, tx| {
+    Ok(sse::play(start, slot, move |rt, tx, stop| {
         let mut on_second = |tick: &Tick<'_>| {
             if sse::send(tx, "second", &second(tick)) {
                 ControlFlow::Continue(())
@@ -123,7 +122,7 @@ pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePerm
                 ControlFlow::Break(())
             }
         };
-        Ok(serde_json::to_value(rt.block_on(play(&plan, &mut on_second))?)?)
+        Ok(serde_json::to_value(stop.block_on(rt, play(&plan, &mut on_second))?)?)
     }))
 }
 

@@ -12,7 +12,6 @@ use axum::response::Response;
 use safegate_core::Policy as _;
 use safegate_live::run::{LiveOptions, LivePolicy, LiveRun, Progress};
 use safegate_sim::variants::variants;
-use tokio::sync::OwnedSemaphorePermit;
 
 use super::api::{self, ApiError, ORIGIN};
 use super::sse;
@@ -64,15 +63,15 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     Ok((LiveRun { cfg, opts, line }, policy))
 }
 
-/// Starts the run on its own thread (holding `permit` until it ends) and streams it.
-pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePermit) -> Result<Response, ApiError> {
+/// Starts the run on its own thread (holding the slot until it ends) and streams it.
+pub(crate) fn stream(query: &HashMap<String, String>, slot: sse::Slot) -> Result<Response, ApiError> {
     let (run, policy) = parse(query)?;
     let line = run.line;
     let start = serde_json::json!({
         "policy": policy.name(), "duration": run.cfg.duration, "speed": run.opts.speed,
         "capacity": run.cfg.pool.capacity, "line": line, "traffic": run.cfg.traffic,
     });
-    Ok(sse::play(start, permit, move |rt, tx| {
+    Ok(sse::play(start, slot, move |rt, tx, stop| {
         let mut on_progress = |p: &Progress| {
             let q = p.queue as f64;
             sse::send(
@@ -86,7 +85,7 @@ pub(crate) fn stream(query: &HashMap<String, String>, permit: OwnedSemaphorePerm
                 }),
             );
         };
-        let report = rt.block_on(safegate_live::run::run(&run, policy, &mut on_progress))?;
+        let report = stop.block_on(rt, async { Ok(safegate_live::run::run(&run, policy, &mut on_progress).await?) })?;
         Ok(serde_json::json!({
             "summary": report.summary, "accounting": report.accounting, "policy": report.policy, "load": report.load,
         }))

@@ -7,7 +7,46 @@ use std::task::{Context, Poll};
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse as _, Response};
-use tokio::sync::{mpsc, OwnedSemaphorePermit};
+use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
+
+/// The server's stop signal as every run it plays sees it: set when `serve` gets Ctrl-C or
+/// SIGTERM, so that a playing run drops its future (which stops its private redis-server and
+/// its gate processes) instead of being cut off with the process.
+#[derive(Debug, Clone)]
+pub(crate) struct Stop(pub(crate) watch::Receiver<bool>);
+
+impl Stop {
+    /// `run` on `rt` to its end, or until the server stops.
+    pub(crate) fn block_on<T>(
+        &self,
+        rt: &tokio::runtime::Runtime,
+        run: impl std::future::Future<Output = anyhow::Result<T>>,
+    ) -> anyhow::Result<T> {
+        let mut rx = self.0.clone();
+        rt.block_on(async move {
+            tokio::select! {
+                r = run => r,
+                _ = async {
+                    // A server that went away without stopping (a test's router dropped)
+                    // is not a stop.
+                    if rx.wait_for(|stop| *stop).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                } => Err(anyhow::anyhow!("the server is stopping: the run and its private Redis were stopped")),
+            }
+        })
+    }
+}
+
+/// A run's hold on the server: the one-run slot, released when the run's thread ends, and
+/// the stop signal.
+#[derive(Debug)]
+pub(crate) struct Slot {
+    /// The one-run slot.
+    pub(crate) permit: OwnedSemaphorePermit,
+    /// The server's stop signal.
+    pub(crate) stop: Stop,
+}
 
 /// Where a run sends its events.
 pub(crate) type Sender = mpsc::UnboundedSender<Event>;
@@ -30,21 +69,21 @@ pub(crate) fn send(tx: &Sender, name: &str, data: &serde_json::Value) -> bool {
 }
 
 /// Streams `start`, then plays `run` on a thread of its own with a current-thread runtime
-/// (holding `permit`, the one-run slot, until it ends): what `run` sends, then `done` with
-/// what it returns, or `error` with its message.
-pub(crate) fn play<F>(start: serde_json::Value, permit: OwnedSemaphorePermit, run: F) -> Response
+/// (holding the slot until it ends): what `run` sends, then `done` with what it returns, or
+/// `error` with its message. `run` plays its future through [`Stop::block_on`].
+pub(crate) fn play<F>(start: serde_json::Value, slot: Slot, run: F) -> Response
 where
-    F: FnOnce(&tokio::runtime::Runtime, &Sender) -> anyhow::Result<serde_json::Value> + Send + 'static,
+    F: FnOnce(&tokio::runtime::Runtime, &Sender, &Stop) -> anyhow::Result<serde_json::Value> + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
     send(&tx, "start", &start);
     std::thread::spawn(move || {
-        let _permit = permit;
+        let Slot { permit: _permit, stop } = slot;
         let result = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .map_err(|e| anyhow::anyhow!("runtime: {e}"))
-            .and_then(|rt| run(&rt, &tx));
+            .and_then(|rt| run(&rt, &tx, &stop));
         match result {
             Ok(done) => send(&tx, "done", &done),
             Err(e) => send(&tx, "error", &serde_json::json!({ "error": format!("{e:#}") })),
