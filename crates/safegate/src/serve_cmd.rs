@@ -547,6 +547,15 @@ mod tests {
         let (s, body) = get_text(app(), "/api/live/stream?run=%7B%22policy%22%3A%22nope%22%7D").await;
         assert_eq!(s, StatusCode::BAD_REQUEST);
         assert!(body.contains("policy: unknown policy"), "{body}");
+        // A load the live generator cannot offer: λ = 1e6 at speed 10.
+        let (s, body) = get_text(app(), "/api/live/stream?run=%7B%22set%22%3A%7B%22traffic.rate%22%3A1e6%7D%7D").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("traffic.rate") && body.contains("50000"), "{body}");
+        // The step budget is checked on the query's duration, not the scenario's 400 s.
+        let (s, body) =
+            get_text(app(), "/api/live/stream?duration=50&run=%7B%22set%22%3A%7B%22run.dt%22%3A1e-7%7D%7D").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("run.duration = 50 "), "{body}");
     }
 
     /// Needs redis-server on PATH (`scripts/test` installs it), as `safegate live` does.

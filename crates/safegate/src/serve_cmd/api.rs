@@ -183,6 +183,16 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
     Ok(json_doc(reports, None))
 }
 
+impl RunRequest {
+    /// The request with `key` set to `value` over its own `set` and its scenario's value
+    /// (the live stream's `duration`), so that the checks of [`resolve`] see the run that
+    /// will play.
+    pub(crate) fn with_set(mut self, key: &str, value: f64) -> Self {
+        self.set.insert(key.to_string(), serde_json::json!(value));
+        self
+    }
+}
+
 /// The request's scenario with its overrides applied, and its resolved configuration.
 pub(crate) fn resolve(req: &RunRequest) -> Result<(Scenario, Config), ApiError> {
     let overrides: Vec<(String, String)> =
