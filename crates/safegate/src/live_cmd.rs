@@ -15,7 +15,7 @@ use safegate_sim::variants::variants;
 use safegate_sim::{Outcome, Scenario};
 
 use crate::run_cmd::{parse_sets, toml_float, RunReport, DEFAULT_SCENARIO};
-use crate::run_render::{render_chart, render_table};
+use crate::run_render::{render_chart, render_table, ChartTo};
 
 /// Flags of `safegate live`.
 #[derive(Debug, Args)]
@@ -85,7 +85,8 @@ pub(crate) struct LiveArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-    /// Where to write the SVG chart [default: safegate-live.svg; with --json, only when given].
+    /// Where to write the SVG chart [default: safegate-live.svg; with --json, only when given];
+    /// `-` writes it to standard output, and the table to standard error.
     #[arg(long, value_name = "PATH")]
     svg: Option<PathBuf>,
     /// Do not write the chart.
@@ -170,6 +171,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     // column (milliseconds beside a live run's seconds).
     // The verdicts' safe line (and the live metrics' barrier margin).
     let line = variant.scenario.safe_threshold() * cfg.pool.capacity;
+    // Where the chart goes, checked before anything runs (`--svg -` with `--json` is refused).
+    let chart = ChartTo::from_flags(args.svg.as_deref(), args.no_svg, args.json, "safegate-live.svg")?;
     // A load the generator cannot offer is refused before the model column is simulated
     // (`--speed` itself is checked with the other options below).
     if args.speed.is_finite() && args.speed > 0.0 {
@@ -285,23 +288,18 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     } else {
         format!("live on Redis at {}× speed, beside the stochastic model", report.speed)
     };
-    let chart = match (&args.svg, args.no_svg || args.json) {
-        (Some(p), _) => Some(p.clone()),
-        (None, false) => Some(PathBuf::from("safegate-live.svg")),
-        (None, true) => None,
-    };
     let mut columns: Vec<RunReport> = sim.into_iter().collect();
     let sim_json = columns.first().map(|r| serde_json::json!({ "label": r.label, "summary": r.outcome.summary }));
     columns.push(run_report);
     let run_report = columns.last().expect("the live column");
-    if let Some(path) = &chart {
-        let svg = render_chart("safegate live", &mode, &scenario, &cfg, line, &columns);
-        std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
+    if let Some(to) = &chart {
+        to.write(&render_chart("safegate live", &mode, &scenario, &cfg, line, &columns))?;
     }
+    let say = |text: &str| ChartTo::say(chart.as_ref(), text);
     if let (Some(path), Some(text)) = (&args.scrapes, &report.scrapes) {
         std::fs::write(path, text).with_context(|| format!("writing the scrapes to {}", path.display()))?;
         if !args.json {
-            println!("scrapes: {} (check them: safegate boundary check {})", path.display(), path.display());
+            say(&format!("scrapes: {} (check them: safegate boundary check {})\n", path.display(), path.display()));
         }
     }
     if args.json {
@@ -311,15 +309,15 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             "report": report,
             "model": sim_json,
             "verdicts": columns.iter().map(|r| serde_json::json!({ "label": r.label, "verdict": r.verdict })).collect::<Vec<_>>(),
-            "chart": chart.as_ref().map(|p| p.display().to_string()),
+            "chart": chart.as_ref().map(ChartTo::shown),
         });
         println!("{}", serde_json::to_string(&doc)?);
     } else {
-        print!("{}", render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
-        print!("{}", crate::run_verdict::verdict_block(&columns));
-        print!("{}", render_accounting(&report));
-        if let Some(path) = &chart {
-            println!("chart: {}", path.display());
+        say(&render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
+        say(&crate::run_verdict::verdict_block(&columns));
+        say(&render_accounting(&report));
+        if let Some(ChartTo::File(path)) = &chart {
+            say(&format!("chart: {}\n", path.display()));
         }
     }
     if report.lost != 0 {

@@ -13,7 +13,7 @@ use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Serialize;
 
 use crate::progress;
-use crate::run_render::{mode_text, render_chart, render_table};
+use crate::run_render::{mode_text, render_chart, render_table, ChartTo};
 use crate::run_verdict::{verdict, verdict_block, Verdict};
 
 /// The embedded default scenario: the seed's λ = 80 band.
@@ -194,10 +194,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.every == 0 {
         anyhow::bail!("--every must be at least 1");
     }
-    let svg_to_stdout = args.svg.as_deref().is_some_and(|p| p.as_os_str() == "-");
-    if svg_to_stdout && args.json {
-        anyhow::bail!("--svg -: standard output carries the --json document; give --svg a file path");
-    }
+    let chart = ChartTo::from_flags(args.svg.as_deref(), args.no_svg, args.json, "safegate-run.svg")?;
     let mut scenario = scenario;
     if let Some(path) = &args.boundary {
         scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
@@ -236,42 +233,23 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
             .with_context(|| format!("scenario {origin}"))?;
     pb.finish_and_clear();
 
-    // The chart goes to --svg, or by default to safegate-run.svg when a table is printed
-    // (a --json run writes no file it was not asked for).
-    let chart = match (&args.svg, args.no_svg || args.json) {
-        (Some(p), _) => Some(p.clone()),
-        (None, false) => Some(PathBuf::from("safegate-run.svg")),
-        (None, true) => None,
-    };
-    if let Some(path) = &chart {
-        let svg = render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, line, &reports);
-        if svg_to_stdout {
-            print!("{svg}");
-        } else {
-            std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))?;
-        }
+    if let Some(to) = &chart {
+        to.write(&render_chart("safegate run", &mode_text(&scenario), &scenario, &cfg, line, &reports))?;
     }
 
-    if svg_to_stdout {
-        // The chart is the output; the table and verdicts go where a terminal still shows them.
-        if !overrides.is_empty() {
-            let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-            eprintln!("overrides (the description above them is the file's): {}", list.join(", "));
-        }
-        eprint!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
-        eprint!("{}", verdict_block(&reports));
-    } else if args.json {
-        let doc = json_doc(reports, chart.as_ref().map(|p| p.display().to_string()));
+    if args.json {
+        let doc = json_doc(reports, chart.as_ref().map(ChartTo::shown));
         println!("{}", serde_json::to_string(&doc)?);
     } else {
+        let say = |text: &str| ChartTo::say(chart.as_ref(), text);
         if !overrides.is_empty() {
             let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-            println!("overrides (the description above them is the file's): {}", list.join(", "));
+            say(&format!("overrides (the description above them is the file's): {}\n", list.join(", ")));
         }
-        print!("{}", render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
-        print!("{}", verdict_block(&reports));
-        if let Some(path) = &chart {
-            println!("chart: {}", path.display());
+        say(&render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
+        say(&verdict_block(&reports));
+        if let Some(ChartTo::File(path)) = &chart {
+            say(&format!("chart: {}\n", path.display()));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -154,6 +154,7 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&safegate(&["live", "--timeout", "-1", "--no-svg"]), "--timeout");
     fails_with(&safegate(&["live", "--retry-probability", "2", "--no-svg"]), "--retry-probability");
     fails_with(&safegate(&["live", "--namespace", "*", "--no-svg"]), "--namespace");
+    fails_with(&safegate(&["live", "--json", "--svg", "-"]), "--svg -");
     // A load the generator cannot offer (λ · speed above 5e4 a wall second), before any
     // model column is simulated or a server started; a spike's peak is named as its own key.
     let started = Instant::now();
