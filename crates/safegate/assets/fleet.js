@@ -152,7 +152,9 @@
     var rows = [["mode", r.mode], ["gates", r.nodes], ["bound", r.capacity + " req/s"], ["demand", r.demand + " req/s"],
       ["admitted, coordinator up", pct(mean, r.capacity)], ["served, coordinator up", served.toFixed(1) + " req/s"]];
     var verdict = "";
-    if (r.outage) {
+    if (r.outage && r.outage.measured_seconds === 0) {
+      verdict = "The outage was not measured: no whole second was sampled inside it (the gates or the machine fell behind).";
+    } else if (r.outage) {
       var o = r.outage;
       rows.push(["outage worst second", pct(o.worst_second, r.capacity)], ["outage mean", pct(o.mean_admitted, r.capacity)],
         ["served in the outage", o.mean_succeeded.toFixed(1) + " req/s"], ["served at the end", o.succeeded_at_end.toFixed(1) + " req/s"],

@@ -24,41 +24,41 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 #[command(allow_negative_numbers = true)]
 pub(crate) struct FleetArgs {
     /// Gate processes.
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, conflicts_with = "sim")]
     nodes: u32,
     /// The coordination Redis; without it a private redis-server is started (needed for
     /// `--outage`).
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "sim")]
     redis: Option<String>,
     /// The fleet's bound: the share of the dependency's capacity the price hands out
     /// \[req/s\]. The dependency is the seed's pool (8 workers, a queue of 200), which
     /// clears 75 req/s at health 1; the default is 80 % of that.
-    #[arg(long, default_value_t = 60.0, value_name = "REQ_PER_S")]
+    #[arg(long, default_value_t = 60.0, value_name = "REQ_PER_S", conflicts_with = "sim")]
     capacity: f64,
     /// Total demand over all gates, split equally \[req/s\] (default: twice the capacity).
-    #[arg(long, value_name = "REQ_PER_S")]
+    #[arg(long, value_name = "REQ_PER_S", conflicts_with = "sim")]
     demand: Option<f64>,
     /// Seconds to run.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS", conflicts_with = "sim")]
     secs: f64,
     /// What each gate does when the price goes silent: freeze, fallback or hybrid.
-    #[arg(long, default_value = "hybrid")]
+    #[arg(long, default_value = "hybrid", conflicts_with = "sim")]
     mode: String,
     /// Lease of a grant \[ms\].
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
+    #[arg(long, default_value_t = 1000, value_name = "MS", conflicts_with = "sim")]
     lease_ms: u64,
     /// Refresh interval of each gate \[ms\].
-    #[arg(long, default_value_t = 250, value_name = "MS")]
+    #[arg(long, default_value_t = 250, value_name = "MS", conflicts_with = "sim")]
     refresh_ms: u64,
     /// The price's gain γ (default: 22.5 / capacity², the loop gain γ = 10⁻³ has at 150
     /// req/s, so the price settles as fast at any bound).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sim")]
     gamma: Option<f64>,
     /// Stop the private Redis at START seconds for LEN seconds (`START:LEN`).
-    #[arg(long, value_name = "START:LEN")]
+    #[arg(long, value_name = "START:LEN", conflicts_with = "sim")]
     outage: Option<String>,
     /// Serve Prometheus metrics of every gate at http://ADDR/metrics while running.
-    #[arg(long, value_name = "ADDR")]
+    #[arg(long, value_name = "ADDR", conflicts_with = "sim")]
     metrics: Option<std::net::SocketAddr>,
     /// Print JSON instead of a table.
     #[arg(long)]
@@ -69,24 +69,24 @@ pub(crate) struct FleetArgs {
     #[arg(long)]
     sim: bool,
     /// With --sim: the local controller a gate falls back to (a registry spec).
-    #[arg(long, default_value = "cycle", value_name = "SPEC")]
+    #[arg(long, default_value = "cycle", value_name = "SPEC", requires = "sim", conflicts_with = "scenario")]
     fallback: String,
     /// With --sim: gates in the tipping-share fleet.
-    #[arg(long, default_value_t = 9, value_name = "M")]
+    #[arg(long, default_value_t = 9, value_name = "M", requires = "sim", conflicts_with = "scenario")]
     fleet_size: usize,
     /// With --sim: run this fleet file (`[fleet]`, docs/fleet.md) instead of the built-in
     /// measurements, uncoordinated (`--local`) and, if it has a `[fleet.price]`, priced.
     #[arg(long, value_name = "FILE", requires = "sim")]
     scenario: Option<std::path::PathBuf>,
     /// With --scenario: each gate's policy without the price (a registry spec).
-    #[arg(long, default_value = "open", value_name = "SPEC")]
+    #[arg(long, default_value = "open", value_name = "SPEC", requires = "scenario")]
     local: String,
     /// With --scenario: each priced gate under the safety filter of this boundary file.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", requires = "scenario")]
     boundary: Option<std::path::PathBuf>,
     /// With --sim: write SVG figures here (the price below and above its delay threshold,
     /// the tipping curves).
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", requires = "sim", conflicts_with = "scenario")]
     figures: Option<std::path::PathBuf>,
 }
 
@@ -251,6 +251,10 @@ struct OutageSummary {
     /// granted shares were fair (Jain ≥ 0.95) and within the bound.
     fair_again_after: Option<f64>,
     unpriced_decisions: u64,
+    /// Whole seconds sampled inside the outage (after its first) that the figures above
+    /// average; 0 when the harness fell behind and sampled none (then they are 0 and
+    /// no verdict is given).
+    measured_seconds: usize,
 }
 
 /// Every gate's counters in Prometheus's text format.
@@ -310,6 +314,9 @@ pub(crate) struct Plan {
     pub(crate) metrics: Option<std::net::SocketAddr>,
 }
 
+/// Shortest coordinator outage \[s\] a run's summary can measure.
+pub(crate) const MIN_OUTAGE_SECS: f64 = 2.0;
+
 impl Plan {
     /// Every setting in range; an error starts with the setting's name (`nodes 0: …`).
     /// Every value in range; the error starts with the key as the API names it
@@ -333,9 +340,14 @@ impl Plan {
             return Err(format!("refresh_ms {}: expected 10 to 60000", self.refresh_ms));
         }
         if let Some((a, b)) = self.outage {
-            if !(a >= 0.0 && b > 0.0 && a + b <= self.secs) {
+            // The summary skips the outage's first second (leases granted before still
+            // hold) and needs a whole second after it, and one after the return: a shorter
+            // window gave its verdict on no sample at all.
+            if !(a >= 0.0 && b >= MIN_OUTAGE_SECS && a + b + 1.0 <= self.secs) {
                 let (a, b, secs) = (number(a), number(b), number(self.secs));
-                return Err(format!("outage {a}:{b}: expected 0 ≤ START, 0 < LEN, START + LEN ≤ secs {secs}"));
+                return Err(format!(
+                    "outage {a}:{b}: expected 0 ≤ START, LEN ≥ {MIN_OUTAGE_SECS} (the first second is skipped, the summary needs one more), START + LEN ≤ secs {secs} − 1 (a second after the return)"
+                ));
             }
             if self.redis.is_some() {
                 return Err("outage: it stops the private Redis, so it cannot be combined with --redis".into());
@@ -579,6 +591,7 @@ pub(crate) async fn play(plan: &Plan, on_second: &mut dyn FnMut(&Tick<'_>) -> Co
             admitted_share_of_bound: mean / plan.capacity,
             fair_again_after: fair_again,
             unpriced_decisions: latest.iter().map(|l| l.unpriced).sum(),
+            measured_seconds: during.len(),
         }
     });
     Ok(FleetReport {
@@ -624,7 +637,13 @@ fn print_report(r: &FleetReport, secs: f64) {
             100.0 * mean / r.capacity
         );
     }
-    if let Some(o) = &r.outage {
+    if let Some(o) = r.outage.as_ref().filter(|o| o.measured_seconds == 0) {
+        println!(
+            "coordinator down {:.0}–{:.0} s: not measured (no whole second was sampled inside it; the gates or the machine fell behind)",
+            o.start,
+            o.start + o.length
+        );
+    } else if let Some(o) = &r.outage {
         println!(
             "coordinator down {:.0}–{:.0} s: admitted worst second {:.1} req/s ({:.0} % of the bound), mean {:.1} ({:.0} %); succeeded {:.1} req/s; decisions without a fresh price {}; fair again {}",
             o.start,

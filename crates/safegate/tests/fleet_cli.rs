@@ -67,6 +67,14 @@ fn bad_fleet_flags_are_clear_errors() {
         (vec!["--mode", "panic"], "--mode"),
         (vec!["--outage", "5"], "--outage"),
         (vec!["--outage", "5:100", "--secs", "20"], "--outage"),
+        // Too short for the summary to hold a sample (it gave a verdict on none).
+        (vec!["--outage", "1:1", "--secs", "3"], "LEN ≥ 2"),
+        (vec!["--outage", "1:2", "--secs", "3"], "secs 3 − 1"),
+        // A flag of the other mode is refused, not ignored.
+        (vec!["--sim", "--outage", "3:3"], "cannot be used with"),
+        (vec!["--sim", "--nodes", "3"], "cannot be used with"),
+        (vec!["--local", "bogus"], "--sim"),
+        (vec!["--sim", "--boundary", "x.toml"], "--scenario"),
         (vec!["--capacity", "-1"], "--capacity"),
         (vec!["--lease-ms", "0"], "--lease-ms"),
         (vec!["--refresh-ms", "5"], "--refresh-ms 5"),
