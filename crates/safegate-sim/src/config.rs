@@ -73,6 +73,10 @@ pub struct Spike {
     pub rate: f64,
 }
 
+/// Largest expected count of arrivals or completions in one step of the stepped mode: its
+/// Poisson tables are built to 10⁵ counts, exact for a mean up to about 9·10⁴.
+pub const MAX_STEP_MEAN: f64 = 5e4;
+
 impl Config {
     /// Offered rate at time `t` [req/s].
     #[inline]
@@ -148,6 +152,29 @@ impl Config {
             let pieces = self.health.pieces_within(self.duration);
             budget("run.duration", self.duration, pieces, MAX_EVENTS, "health pieces and noise redraws in the run")?;
         }
+        if mode == crate::Mode::Stepped {
+            // A stepped run draws each step's arrivals and completion candidates one
+            // Bernoulli trial at a time, so its work is its expected arrivals plus the pool's
+            // peak completions over the run, not its steps alone (λ = 1e7 for 16 000 s took
+            // 40 s in `serve`; 5e6 s at a big pool would have taken hours). And each step's
+            // Poisson table is exact only up to a mean of about 1e5 draws.
+            let peak_in = self.spike.map_or(self.traffic, |s| s.rate.max(self.traffic));
+            let peak_out = self.pool.peak_rate().1 * crate::stepped::health_ceiling(self);
+            budget(
+                "traffic.rate",
+                self.traffic,
+                (peak_in + peak_out) * self.duration,
+                MAX_EVENTS,
+                "arrivals and completion draws of a stepped run ((peak traffic + the pool's peak clearing rate) × run.duration)",
+            )?;
+            budget(
+                "run.dt",
+                self.dt,
+                peak_in.max(peak_out) * self.dt,
+                MAX_STEP_MEAN,
+                "expected arrivals or completions in one step of a stepped run (peak rate × run.dt)",
+            )?;
+        }
         Ok(())
     }
 }
@@ -184,6 +211,14 @@ mod tests {
         assert!(fast.check_for(crate::Mode::Fluid).is_ok());
         let e = fast.check_for(crate::Mode::Stochastic).unwrap_err();
         assert!(e.allowed.contains("expected arrivals"), "{e}");
+        // The stepped mode draws arrivals and completions one by one: λ = 1e7 over 400 s is
+        // refused, and so is a step whose Poisson table could not be exact.
+        let e = fast.check_for(crate::Mode::Stepped).unwrap_err();
+        assert_eq!(e.field, "traffic.rate");
+        assert!(e.allowed.contains("stepped run"), "{e}");
+        let coarse = Config { traffic: 1e7, duration: 5.0, dt: 0.05, ..Config::default() };
+        assert_eq!(coarse.check_for(crate::Mode::Stepped).unwrap_err().field, "run.dt");
+        assert!(Config::default().check_for(crate::Mode::Stepped).is_ok());
     }
 
     #[test]

@@ -270,7 +270,7 @@ pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opt
 }
 
 /// The highest health the schedule can reach (noise multiplies it by up to 1 + 6σ).
-fn health_ceiling(cfg: &Config) -> f64 {
+pub(crate) fn health_ceiling(cfg: &Config) -> f64 {
     use crate::health::HealthSchedule;
     let base = match &cfg.health.schedule {
         HealthSchedule::Constant { level } => *level,
