@@ -38,23 +38,156 @@ pub fn parse<T: DeserializeOwned>(text: &str, overrides: &[(String, String)]) ->
         }
         table.insert(last.to_string(), value);
     }
-    match T::deserialize(toml::Value::Table(root.clone())) {
+    match T::deserialize(Strict(toml::Value::Table(root.clone()))) {
         Ok(t) => Ok(t),
         Err(e) => {
-            // The TOML value deserializer answers a number or boolean where a name (an enum)
-            // belongs with "invalid type: unit variant, expected string only", which lists no
-            // names. Deserializing once more with that value as a string gets serde's own
-            // "unknown variant `3`, expected one of `fluid`, …" for the same key.
+            // The TOML value deserializer answers a number, a boolean or a table where a
+            // name (an enum) belongs with "invalid type: unit variant, expected string only"
+            // or "wanted exactly 1 element", which list no names. Deserializing once more
+            // with that value as a string gets serde's own "unknown variant `3`, expected
+            // one of `fluid`, …" for the same key.
             let message = one_line(&e).0;
-            if message.contains("expected string only") {
+            if message.contains("expected string only") || message.contains("wanted exactly 1 element") {
                 if let Some(retry) = quoted_at_error_key(&mut root, &message) {
-                    if let Err(e2) = T::deserialize(toml::Value::Table(retry)) {
+                    if let Err(e2) = T::deserialize(Strict(toml::Value::Table(retry))) {
                         return Err(one_line(&e2));
                     }
                 }
             }
             Err(one_line(&e))
         }
+    }
+}
+
+/// A TOML value to deserialize from, which refuses an array where a table (a struct)
+/// belongs. serde's derived `Deserialize` for a struct also takes a sequence and fills its
+/// fields in order, so `--set run=[1]` silently ran a 1-s run and `traffic = [5]` offered
+/// 5 req/s. Errors name the key path they occurred at, as `… in \`run.mode\``.
+struct Strict(toml::Value);
+
+/// `e` with `key` put in front of the key path it names (or as its path).
+fn at_key(e: toml::de::Error, key: &str) -> toml::de::Error {
+    use serde::de::Error as _;
+    let m = e.to_string().trim().replace('\n', " ");
+    match m.strip_suffix('`').and_then(|h| h.rsplit_once(" in `")) {
+        Some((head, path)) => toml::de::Error::custom(format!("{head} in `{key}.{path}`")),
+        None => toml::de::Error::custom(format!("{m} in `{key}`")),
+    }
+}
+
+struct StrictMap {
+    entries: toml::map::IntoIter,
+    next: Option<(String, toml::Value)>,
+}
+
+impl<'de> serde::de::MapAccess<'de> for StrictMap {
+    type Error = toml::de::Error;
+
+    fn next_key_seed<K: serde::de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, Self::Error> {
+        let Some((k, v)) = self.entries.next() else { return Ok(None) };
+        let key = seed
+            .deserialize(serde::de::value::StringDeserializer::<toml::de::Error>::new(k.clone()))
+            .map_err(|e| at_key(e, &k))?;
+        self.next = Some((k, v));
+        Ok(Some(key))
+    }
+
+    fn next_value_seed<V: serde::de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, Self::Error> {
+        let (k, v) =
+            self.next.take().ok_or_else(|| <toml::de::Error as serde::de::Error>::custom("a value before its key"))?;
+        seed.deserialize(Strict(v)).map_err(|e| at_key(e, &k))
+    }
+}
+
+struct StrictSeq {
+    items: std::vec::IntoIter<toml::Value>,
+    at: usize,
+}
+
+impl<'de> serde::de::SeqAccess<'de> for StrictSeq {
+    type Error = toml::de::Error;
+
+    fn next_element_seed<T: serde::de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Self::Error> {
+        let Some(v) = self.items.next() else { return Ok(None) };
+        let at = self.at;
+        self.at += 1;
+        // A list element's path is its index, as `fleet.gates[1].rate` in range errors.
+        seed.deserialize(Strict(v)).map(Some).map_err(|e| {
+            use serde::de::Error as _;
+            let m = e.to_string().trim().replace('\n', " ");
+            match m.strip_suffix('`').and_then(|h| h.rsplit_once(" in `")) {
+                Some((head, path)) => toml::de::Error::custom(format!("{head} in `[{at}].{path}`")),
+                None => toml::de::Error::custom(format!("{m} in `[{at}]`")),
+            }
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        Some(self.items.len())
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for Strict {
+    type Error = toml::de::Error;
+
+    fn deserialize_any<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            toml::Value::Table(t) => visitor.visit_map(StrictMap { entries: t.into_iter(), next: None }),
+            toml::Value::Array(a) => visitor.visit_seq(StrictSeq { items: a.into_iter(), at: 0 }),
+            other => other.deserialize_any(visitor),
+        }
+    }
+
+    fn deserialize_struct<V: serde::de::Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        match self.0 {
+            toml::Value::Table(t) => visitor.visit_map(StrictMap { entries: t.into_iter(), next: None }),
+            toml::Value::Array(_) => Err(<toml::de::Error as serde::de::Error>::custom(
+                "an array where a table belongs (a table's keys are named: `{ key = value, … }` or a `[section]`)",
+            )),
+            other => other.deserialize_struct(name, fields, visitor).map_err(|e| {
+                use serde::de::Error as _;
+                // "expected struct Spike" names a Rust type; the user wrote a table key.
+                let m = e.to_string();
+                match m.split_once("expected struct ") {
+                    Some((head, _)) => toml::de::Error::custom(format!("{head}expected a table")),
+                    None => e,
+                }
+            }),
+        }
+    }
+
+    fn deserialize_option<V: serde::de::Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: serde::de::Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: serde::de::Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.0.deserialize_enum(name, variants, visitor)
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct seq tuple tuple_struct map identifier ignored_any
     }
 }
 
@@ -73,7 +206,9 @@ fn quoted_at_error_key(root: &mut toml::Table, message: &str) -> Option<toml::Ta
         toml::Value::Integer(_) | toml::Value::Float(_) | toml::Value::Boolean(_) | toml::Value::Datetime(_) => {
             slot.to_string()
         }
-        _ => return None,
+        toml::Value::Table(_) => "a table".to_string(),
+        toml::Value::Array(_) => "an array".to_string(),
+        toml::Value::String(_) => return None,
     };
     *slot = toml::Value::String(text);
     Some(root.clone())
@@ -111,8 +246,32 @@ mod tests {
             assert!(e.contains("`fluid`, `stochastic`") && e.contains("run.mode"), "{e}");
             assert!(!e.contains("string only"), "{e}");
         }
-        // A table where a name belongs keeps the deserializer's own message.
+        // A table where a name belongs lists the names too.
         let e = parse::<File>("[run.mode]\nx = 1", &[]).unwrap_err().0;
-        assert!(e.contains("run.mode"), "{e}");
+        assert!(e.contains("run.mode") && e.contains("`stepped`"), "{e}");
+    }
+
+    #[test]
+    fn an_array_where_a_table_belongs_is_refused_not_read_in_order() {
+        // serde fills a struct from a sequence field by field: `run = ["fluid"]` would set
+        // run.mode; `--set run=[1]` ran a 1-s run.
+        for (text, over) in [("run = [\"fluid\"]", vec![]), ("[run]\nmode = \"fluid\"", vec![("run", "[\"stepped\"]")])]
+        {
+            let over: Vec<(String, String)> = over.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            let e = parse::<File>(text, &over).unwrap_err().0;
+            assert!(e.contains("an array where a table belongs") && e.ends_with("in `run`"), "{e}");
+        }
+        // Lists stay lists, and a wrong value deep inside names its whole path.
+        #[derive(Debug, serde::Deserialize)]
+        struct Points {
+            #[allow(dead_code)]
+            points: Vec<(f64, f64)>,
+        }
+        assert_eq!(parse::<Points>("points = [[0, 1], [5, 0.5]]", &[]).unwrap().points.len(), 2);
+        let e = parse::<Points>("points = [[0, 1], [5, \"x\"]]", &[]).unwrap_err().0;
+        assert!(e.contains("points.[1].[1]") || e.contains("points"), "{e}");
+        // No Rust type names in the message.
+        let e = parse::<File>("run = 5", &[]).unwrap_err().0;
+        assert!(e.contains("expected a table") && !e.contains("struct"), "{e}");
     }
 }
