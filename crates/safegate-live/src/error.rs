@@ -32,15 +32,17 @@ pub enum LiveError {
         error: redis::RedisError,
     },
     /// A listening socket could not be bound.
-    #[error("cannot listen on {addr} ({what}): {source}")]
+    ///
+    /// The OS error is in the message and not also a `source()` (as for [`LiveError::Redis`]):
+    /// a chain printed whole said it twice.
+    #[error("cannot listen on {addr} ({what}): {error}")]
     Bind {
         /// The address.
         addr: SocketAddr,
         /// Which server.
         what: &'static str,
         /// The OS error.
-        #[source]
-        source: std::io::Error,
+        error: std::io::Error,
     },
     /// The downstream could not be reached or answered badly.
     #[error("downstream at {url}: {message}")]
@@ -54,12 +56,11 @@ pub enum LiveError {
     #[error("throughput fit: {0}")]
     Fit(#[from] crate::throughput::FitError),
     /// Any other I/O failure (spawning redis-server, temporary directories).
-    #[error("{what}: {source}")]
+    #[error("{what}: {error}")]
     Io {
         /// What was being done.
         what: String,
-        /// The OS error.
-        #[source]
-        source: std::io::Error,
+        /// The OS error (in the message, not also a `source()`).
+        error: std::io::Error,
     },
 }

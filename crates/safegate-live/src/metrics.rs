@@ -134,7 +134,7 @@ impl MetricsServer {
         let listener = TcpListener::bind(addr).await.map_err(|source| LiveError::Bind {
             addr,
             what: "the metrics endpoint",
-            source,
+            error: source,
         })?;
         let addr = listener.local_addr().unwrap_or(addr);
         let app = Router::new().route(

@@ -37,10 +37,10 @@ pub fn find_redis_server() -> Result<PathBuf, LiveError> {
 /// possible but harmless: the start then fails with a clear message).
 pub fn free_port() -> Result<u16, LiveError> {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
-        .map_err(|source| LiveError::Io { what: "finding a free loopback port".into(), source })?;
+        .map_err(|source| LiveError::Io { what: "finding a free loopback port".into(), error: source })?;
     l.local_addr()
         .map(|a| a.port())
-        .map_err(|source| LiveError::Io { what: "finding a free loopback port".into(), source })
+        .map_err(|source| LiveError::Io { what: "finding a free loopback port".into(), error: source })
 }
 
 impl RedisServer {
@@ -55,7 +55,7 @@ impl RedisServer {
         let binary = find_redis_server()?;
         let dir = std::env::temp_dir().join(format!("safegate-redis-{}-{}", std::process::id(), unique()));
         std::fs::create_dir_all(&dir)
-            .map_err(|source| LiveError::Io { what: format!("creating {}", dir.display()), source })?;
+            .map_err(|source| LiveError::Io { what: format!("creating {}", dir.display()), error: source })?;
         let password = password.map(str::to_string);
         let mut s = Self { child: None, port: free_port()?, dir, persistent, password, binary };
         s.spawn()?;
@@ -81,7 +81,7 @@ impl RedisServer {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         let child = cmd.spawn().map_err(|source| LiveError::Io {
             what: format!("starting {} on port {}", self.binary.display(), self.port),
-            source,
+            error: source,
         })?;
         self.child = Some(child);
         self.wait_ready()
@@ -100,7 +100,7 @@ impl RedisServer {
                             self.port,
                             self.dir.join("redis.log").display()
                         ),
-                        source: std::io::Error::other("exited"),
+                        error: std::io::Error::other("exited"),
                     });
                 }
             }
@@ -110,7 +110,7 @@ impl RedisServer {
             if Instant::now() > deadline {
                 return Err(LiveError::Io {
                     what: format!("redis-server on port {} did not accept connections within 10 s", self.port),
-                    source: std::io::Error::from(std::io::ErrorKind::TimedOut),
+                    error: std::io::Error::from(std::io::ErrorKind::TimedOut),
                 });
             }
             std::thread::sleep(Duration::from_millis(20));

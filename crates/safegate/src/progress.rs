@@ -44,6 +44,16 @@ impl StatusLine {
         }
     }
 
+    /// A line of its own above the status line (on a terminal the status line is redrawn
+    /// by the next [`StatusLine::show`]).
+    pub(crate) fn note(&self, line: &str) {
+        if self.tty {
+            eprintln!("\r{line}\x1b[K");
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
     /// Ends the line on a terminal, before the report.
     pub(crate) fn finish(&self) {
         if self.tty {

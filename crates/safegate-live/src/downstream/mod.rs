@@ -242,10 +242,13 @@ impl Downstream {
         let listener = tokio::net::TcpListener::bind(bind).await.map_err(|source| LiveError::Bind {
             addr: bind,
             what: "downstream",
-            source,
+            error: source,
         })?;
-        let addr =
-            listener.local_addr().map_err(|source| LiveError::Bind { addr: bind, what: "downstream", source })?;
+        let addr = listener.local_addr().map_err(|source| LiveError::Bind {
+            addr: bind,
+            what: "downstream",
+            error: source,
+        })?;
 
         let counters = Arc::new(Counters::default());
         let (tx, rx) = mpsc::channel();
@@ -253,10 +256,10 @@ impl Downstream {
             Scheduler::new(cfg.pool, cfg.health.clone(), cfg.service, cfg.clock, cfg.seed, counters.clone())
                 .with_failures(cfg.failures)
                 .with_workers(cfg.workers);
-        let thread = std::thread::Builder::new()
-            .name("safegate-downstream".into())
-            .spawn(move || scheduler.run(rx))
-            .map_err(|source| LiveError::Io { what: "starting the downstream's scheduler thread".into(), source })?;
+        let thread =
+            std::thread::Builder::new().name("safegate-downstream".into()).spawn(move || scheduler.run(rx)).map_err(
+                |source| LiveError::Io { what: "starting the downstream's scheduler thread".into(), error: source },
+            )?;
 
         let shared = Arc::new(Shared {
             counters,

@@ -39,9 +39,10 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     if !(duration > 0.0 && duration <= MAX_LIVE_DURATION) {
         return Err(ApiError::bad(format!("duration = {duration}: allowed (0, {MAX_LIVE_DURATION}] model seconds")));
     }
-    if !(speed >= 1.0 && duration / speed <= MAX_LIVE_WALL_SECONDS) {
+    let max_speed = safegate_live::run::MAX_SPEED;
+    if !((1.0..=max_speed).contains(&speed) && duration / speed <= MAX_LIVE_WALL_SECONDS) {
         return Err(ApiError::bad(format!(
-            "speed = {speed}: at least 1, and duration / speed at most {MAX_LIVE_WALL_SECONDS} wall seconds"
+            "speed = {speed}: allowed [1, {max_speed}], and duration / speed at most {MAX_LIVE_WALL_SECONDS} wall seconds"
         )));
     }
     // The query's duration replaces the scenario's before anything is checked: a step
