@@ -244,7 +244,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         let say = |text: &str| ChartTo::say(chart.as_ref(), text);
         if !overrides.is_empty() {
             let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
-            say(&format!("overrides (the description above them is the file's): {}\n", list.join(", ")));
+            say(&format!(
+                "overrides (over the scenario below, whose description is the file's): {}\n",
+                list.join(", ")
+            ));
         }
         say(&render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
         say(&verdict_block(&reports));

@@ -213,7 +213,7 @@ fn refuse_files(scenario: &Scenario) -> Result<(), ApiError> {
     let h = &scenario.health;
     if h.file.is_some() || h.kind == HealthKind::Trace {
         return Err(ApiError::bad(format!(
-            "{ORIGIN}: health.file: the API takes no file paths, so no health.kind = \"trace\"; traces are for the CLI (safegate run --scenario FILE)"
+            "{ORIGIN}: health.file: the API takes no file paths, so no health.kind = \"trace\"; traces are for the CLI (safegate run FILE)"
         )));
     }
     Ok(())
