@@ -22,8 +22,8 @@ pub(crate) struct BoundArgs {
     /// Bound on one step's upward surprise of the queue, in h units (ξ_max/Q).
     #[arg(long)]
     pub(crate) delta: f64,
-    /// Steps K in the horizon.
-    #[arg(long)]
+    /// Steps K in the horizon (at least 1: a bound over no step says nothing).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
     pub(crate) steps: u64,
     /// Upper bound B of h for the Ville-type bound (default: h₀ plus one δ per step is not
     /// assumed; give the barrier's maximum, θ for a queue barrier).

@@ -173,6 +173,29 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let line = variant.scenario.safe_threshold() * cfg.pool.capacity;
     // Where the chart goes, checked before anything runs (`--svg -` with `--json` is refused).
     let chart = ChartTo::from_flags(args.svg.as_deref(), args.no_svg, args.json, "safegate-live.svg")?;
+    // The files written after the run: a path that cannot be a file is refused now, not
+    // after a 40-s run.
+    let files = [
+        (
+            "--svg",
+            chart.as_ref().and_then(|c| match c {
+                ChartTo::File(p) => Some(p.as_path()),
+                ChartTo::Stdout => None,
+            }),
+        ),
+        ("--scrapes", args.scrapes.as_deref()),
+    ];
+    for (flag, path) in files {
+        let Some(path) = path else { continue };
+        if path.is_dir() {
+            anyhow::bail!("{flag} {}: is a directory; give a file path", path.display());
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if !parent.is_dir() {
+                anyhow::bail!("{flag} {}: the directory {} does not exist", path.display(), parent.display());
+            }
+        }
+    }
     // A load the generator cannot offer is refused before the model column is simulated
     // (`--speed` itself is checked with the other options below).
     if (0.01..=safegate_live::run::MAX_SPEED).contains(&args.speed) {

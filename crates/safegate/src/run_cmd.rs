@@ -62,9 +62,10 @@ pub(crate) struct RunArgs {
     /// Per-executor rate s [req/s] (model.rate).
     #[arg(long)]
     pub(crate) rate: Option<f64>,
-    /// Queue capacity (model.capacity).
+    /// Queue capacity, a whole number of requests (model.capacity; `1e8` is accepted as
+    /// in scenario files).
     #[arg(long)]
-    pub(crate) capacity: Option<u32>,
+    pub(crate) capacity: Option<f64>,
     /// Fluid busy-executor counting: whole or fluid (model.busy).
     #[arg(long)]
     pub(crate) busy: Option<String>,
@@ -129,7 +130,7 @@ impl RunArgs {
         num("model.executors", self.executors.map(|v| v.to_string()));
         num("model.comfortable", self.comfortable.map(toml_float));
         num("model.rate", self.rate.map(toml_float));
-        num("model.capacity", self.capacity.map(|v| v.to_string()));
+        num("model.capacity", self.capacity.map(toml_float));
         num("model.busy", self.busy.as_ref().map(|v| format!("{v:?}")));
         o.extend(parse_sets(&self.set)?);
         Ok(o)

@@ -157,6 +157,36 @@ fn writes_the_chart() {
 }
 
 #[test]
+fn flags_and_files_that_would_run_on_nothing_are_errors() {
+    // An empty scenario file ran every default silently.
+    let dir = std::env::temp_dir().join(format!("safegate-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let empty = dir.join("empty.toml");
+    std::fs::write(&empty, "\n  \n").unwrap();
+    let out = safegate(&["run", empty.to_str().unwrap(), "--no-svg"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the file is empty"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // `bound --steps 0` gave a probability over no step.
+    let out = safegate(&["bound", "--h0", "0.3", "--sigma", "0.1", "--delta", "0.1", "--steps", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--steps"));
+    // `--capacity` takes the scenario files' forms (`1e3`), and a fraction is refused.
+    let out = safegate(&["run", "--capacity", "1e3", "--no-svg", "--duration", "10"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = safegate(&["run", "--capacity", "200.5", "--no-svg", "--duration", "10"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("model.capacity"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
 fn svg_dash_is_standard_output() {
     // `--svg -` puts the chart alone on stdout (the table goes to stderr) and writes no file "-".
     let out = safegate(&["run", "--svg", "-", "--duration", "20"]);

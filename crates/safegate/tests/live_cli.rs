@@ -155,6 +155,11 @@ fn bad_inputs_are_clear_errors() {
     fails_with(&safegate(&["live", "--retry-probability", "2", "--no-svg"]), "--retry-probability");
     fails_with(&safegate(&["live", "--namespace", "*", "--no-svg"]), "--namespace");
     fails_with(&safegate(&["live", "--json", "--svg", "-"]), "--svg -");
+    // Output paths that cannot be files are refused before the run, not after it.
+    let t = Instant::now();
+    fails_with(&safegate(&["live", "--svg", "/tmp"]), "is a directory");
+    fails_with(&safegate(&["live", "--no-svg", "--scrapes", "/nonexistent-dir/s.prom"]), "does not exist");
+    assert!(t.elapsed() < Duration::from_secs(10), "{:?}", t.elapsed());
     // A load the generator cannot offer (λ · speed above 5e4 a wall second), before any
     // model column is simulated or a server started; a spike's peak is named as its own key.
     let started = Instant::now();

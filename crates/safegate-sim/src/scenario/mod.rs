@@ -153,8 +153,17 @@ impl Scenario {
 }
 
 pub(crate) fn read(path: &Path) -> Result<String, ScenarioError> {
-    crate::input::read_text(path, crate::input::MAX_CONFIG_BYTES)
-        .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })
+    let text = crate::input::read_text(path, crate::input::MAX_CONFIG_BYTES)
+        .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
+    // An empty file (a truncated copy, `> file` by mistake) would run every default
+    // silently; a file of comments only is still a file the user wrote, and runs them.
+    if text.trim().is_empty() {
+        return Err(ScenarioError::Parse {
+            origin: path.display().to_string(),
+            message: "the file is empty (a scenario, fleet or boundary file needs at least one table or key)".into(),
+        });
+    }
+    Ok(text)
 }
 
 /// Read and parse a boundary file ([`Boundary::from_toml`]), with the same error messages
