@@ -65,11 +65,17 @@ pub fn parse<T: DeserializeOwned>(text: &str, overrides: &[(String, String)]) ->
 /// 5 req/s. Errors name the key path they occurred at, as `… in \`run.mode\``.
 struct Strict(toml::Value);
 
-/// `e` with `key` put in front of the key path it names (or as its path).
+/// A message's text and the key path it ends with (`… in \`run.mode\``), if it names one.
+fn split_path(message: &str) -> Option<(&str, &str)> {
+    message.trim_end().strip_suffix('`')?.rsplit_once(" in `")
+}
+
+/// `e` with `key` (a table key, or `[i]` for a list element) put in front of the key path it
+/// names (or as its path).
 fn at_key(e: toml::de::Error, key: &str) -> toml::de::Error {
     use serde::de::Error as _;
     let m = e.to_string().trim().replace('\n', " ");
-    match m.strip_suffix('`').and_then(|h| h.rsplit_once(" in `")) {
+    match split_path(&m) {
         Some((head, path)) => toml::de::Error::custom(format!("{head} in `{key}.{path}`")),
         None => toml::de::Error::custom(format!("{m} in `{key}`")),
     }
@@ -115,14 +121,7 @@ impl<'de> serde::de::SeqAccess<'de> for StrictSeq {
         let at = self.at;
         self.at += 1;
         // A list element's path is its index, as `fleet.gates[1].rate` in range errors.
-        seed.deserialize(Strict(v)).map(Some).map_err(|e| {
-            use serde::de::Error as _;
-            let m = e.to_string().trim().replace('\n', " ");
-            match m.strip_suffix('`').and_then(|h| h.rsplit_once(" in `")) {
-                Some((head, path)) => toml::de::Error::custom(format!("{head} in `[{at}].{path}`")),
-                None => toml::de::Error::custom(format!("{m} in `[{at}]`")),
-            }
-        })
+        seed.deserialize(Strict(v)).map(Some).map_err(|e| at_key(e, &format!("[{at}]")))
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -194,7 +193,7 @@ impl<'de> serde::Deserializer<'de> for Strict {
 /// `root` with the scalar at the key named by a TOML value error ("… in `run.mode`") turned
 /// into its text as a string, or `None` when the message names no key or no scalar is there.
 fn quoted_at_error_key(root: &mut toml::Table, message: &str) -> Option<toml::Table> {
-    let path = message.trim_end().strip_suffix('`')?.rsplit_once(" in `")?.1;
+    let (_, path) = split_path(message)?;
     let mut table = &mut *root;
     let mut keys: Vec<&str> = path.split('.').collect();
     let last = keys.pop()?;
