@@ -414,7 +414,7 @@ pub async fn run(
     });
     let base = cfg.clone();
     let rate: crate::loadgen::RateFn = Arc::new(move |t| base.traffic_at(t));
-    let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
+    let peak = cfg.peak_traffic();
     let (stop_tx, stop_rx) = watch::channel(false);
     let load = tokio::spawn(crate::loadgen::run(
         backlog.clone(),

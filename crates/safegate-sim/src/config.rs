@@ -78,6 +78,12 @@ pub struct Spike {
 pub const MAX_STEP_MEAN: f64 = 5e4;
 
 impl Config {
+    /// The highest offered rate of the run [req/s]: the spike's rate when it is above the
+    /// base traffic.
+    pub fn peak_traffic(&self) -> f64 {
+        self.spike.map_or(self.traffic, |s| s.rate.max(self.traffic))
+    }
+
     /// Offered rate at time `t` [req/s].
     #[inline]
     pub fn traffic_at(&self, t: f64) -> f64 {
@@ -140,7 +146,7 @@ impl Config {
     pub fn check_for(&self, mode: crate::Mode) -> Result<(), RangeError> {
         self.check()?;
         if mode == crate::Mode::Stochastic {
-            let peak = self.spike.map_or(self.traffic, |s| s.rate.max(self.traffic));
+            let peak = self.peak_traffic();
             budget(
                 "traffic.rate",
                 self.traffic,
@@ -158,7 +164,7 @@ impl Config {
             // peak completions over the run, not its steps alone (λ = 1e7 for 16 000 s took
             // 40 s in `serve`; 5e6 s at a big pool would have taken hours). And each step's
             // Poisson table is exact only up to a mean of about 1e5 draws.
-            let peak_in = self.spike.map_or(self.traffic, |s| s.rate.max(self.traffic));
+            let peak_in = self.peak_traffic();
             let peak_out = self.pool.peak_rate().1 * crate::stepped::health_ceiling(self);
             budget(
                 "traffic.rate",

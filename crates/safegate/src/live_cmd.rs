@@ -186,14 +186,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         ("--scrapes", args.scrapes.as_deref()),
     ];
     for (flag, path) in files {
-        let Some(path) = path else { continue };
-        if path.is_dir() {
-            anyhow::bail!("{flag} {}: is a directory; give a file path", path.display());
-        }
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            if !parent.is_dir() {
-                anyhow::bail!("{flag} {}: the directory {} does not exist", path.display(), parent.display());
-            }
+        if let Some(path) = path {
+            crate::out_dir::check_file(flag, path)?;
         }
     }
     // A load the generator cannot offer is refused before the model column is simulated

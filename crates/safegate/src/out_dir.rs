@@ -1,5 +1,6 @@
-//! The directory a command writes its files to (`--figures DIR`, `--out DIR`): created
-//! before the work starts, so a bad path is an error at once rather than after a long run.
+//! Where a command writes its files (`--figures DIR`, `--out DIR`, `--svg FILE`): checked
+//! (a directory created) before the work starts, so a bad path is an error at once rather
+//! than after a long run.
 
 use std::path::Path;
 
@@ -11,6 +12,20 @@ pub(crate) fn create(flag: &str, dir: &Path) -> Result<()> {
         bail!("{flag} {}: a file is there, not a directory", dir.display());
     }
     std::fs::create_dir_all(dir).with_context(|| format!("{flag} {}: cannot create the directory", dir.display()))
+}
+
+/// Refuses `path` as a file to write after the work, naming `flag`: a directory, or a file in
+/// a directory that does not exist.
+pub(crate) fn check_file(flag: &str, path: &Path) -> Result<()> {
+    if path.is_dir() {
+        bail!("{flag} {}: is a directory; give a file path", path.display());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            bail!("{flag} {}: the directory {} does not exist", path.display(), parent.display());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

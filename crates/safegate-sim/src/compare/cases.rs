@@ -143,7 +143,7 @@ pub fn inside_envelope(cfg: &Config, b: &Boundary) -> Checked<bool> {
     cfg.check()?;
     let [t0, t1] = b.envelope.traffic;
     let [h0, h1] = b.envelope.health;
-    let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
+    let peak = cfg.peak_traffic();
     let low = lowest_health(cfg);
     Ok(cfg.traffic >= t0
         && peak <= t1

@@ -239,7 +239,7 @@ fn check_size(scenario: &Scenario, cfg: &Config) -> Result<(), ApiError> {
     if scenario.run.mode == Mode::Stochastic {
         // As `Config::check_for` counts them: every arrival is an event, and so is every piece
         // of the health schedule and every noise redraw (a 1e-6 s ramp made 1e8 of them).
-        let peak = cfg.spike.map_or(cfg.traffic, |s| s.rate.max(cfg.traffic));
+        let peak = cfg.peak_traffic();
         let arrivals = peak * cfg.duration;
         let pieces = cfg.health.pieces_within(cfg.duration);
         let events = arrivals + pieces;
