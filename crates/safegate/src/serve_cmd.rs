@@ -290,15 +290,11 @@ pub(crate) fn run(args: &ServeArgs) -> Result<ExitCode> {
         use std::io::Write as _;
         std::io::stdout().flush()?;
         let state = state(BODY_TIMEOUT);
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
+        let signalled = crate::stop::signal()?;
         let stopping = state.clone();
         axum::serve(listener, router(state.clone()))
             .with_graceful_shutdown(async move {
-                tokio::select! {
-                    _ = tokio::signal::ctrl_c() => {}
-                    _ = term.recv() => {}
-                }
+                signalled.await;
                 // A playing run's stream ends with an `error` event once its future is dropped.
                 stopping.stop.send_replace(true);
             })
