@@ -258,7 +258,7 @@ impl std::fmt::Debug for LivePolicy {
 impl LivePolicy {
     /// `spec` for a pool like `cfg`'s, under `boundary`'s filter if given.
     pub fn from_spec(spec: &PolicySpec, cfg: &Config, boundary: Option<&Boundary>) -> Result<Self, String> {
-        let nominal = safegate_sim::compare::build_spec(spec, cfg)?;
+        let nominal = safegate_studies::compare::build_spec(spec, cfg)?;
         match boundary {
             None => Ok(LivePolicy::Nominal(nominal)),
             Some(b) => {

@@ -140,7 +140,7 @@ impl Options {
 }
 
 /// F19's verdict: the one every falsification criterion gets (`safegate falsify`).
-pub use safegate_sim::falsify::Verdict;
+pub use safegate_studies::falsify::Verdict;
 
 /// Judge a fitted curve: the verdict and its reason.
 pub fn judge(fit: &CurveFit) -> (Verdict, String) {

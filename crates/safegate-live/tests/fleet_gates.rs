@@ -47,7 +47,7 @@ async fn eight_gates_share_the_capacity_and_stay_within_it_while_the_coordinator
     let a1 = admitted(&stats);
     let up: Vec<f64> = a0.iter().zip(&a1).map(|(a, b)| (b - a) as f64 / 2.0).collect();
     let total_up: f64 = up.iter().sum();
-    let jain = safegate_sim::fleet::jain(&up);
+    let jain = safegate_studies::fleet::jain(&up);
     eprintln!("up: {up:?} total {total_up:.1} req/s, Jain {jain:.3}");
     // The coordinator goes away for 3 s.
     redis.stop();

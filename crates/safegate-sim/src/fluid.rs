@@ -42,8 +42,9 @@ pub fn run_fluid<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: RunOpti
     crate::run(crate::Mode::Fluid, cfg, policy, opts)
 }
 
-/// The fluid model on a configuration that passed [`Config::check`].
-pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+/// The fluid model on a configuration that passed [`Config::check`] (unchecked: for a caller
+/// that checked the configuration once and runs it many times; [`crate::run`] checks).
+pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity;
     let dt = cfg.dt;

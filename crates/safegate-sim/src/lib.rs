@@ -10,7 +10,6 @@
 //! - [`run_stochastic`]: exact discrete-event simulation (Poisson arrivals, per-executor
 //!   service at the current contention- and health-scaled rate), for probabilities.
 //! - [`Scenario`]: the TOML file format; [`Config`]: a resolved run.
-//! - [`fleet`]: several gates on one contended dependency, and the coordination price.
 //!
 //! Both take any [`safegate_core::Policy`] as the admission gate.
 //!
@@ -27,11 +26,7 @@
 //! ```
 
 pub mod behaviour;
-pub mod compare;
 pub mod config;
-pub mod experiments;
-pub mod falsify;
-pub mod fleet;
 pub mod fluid;
 pub mod health;
 pub mod input;
@@ -41,9 +36,7 @@ pub mod scenario;
 pub mod series_text;
 pub mod stepped;
 pub mod stochastic;
-pub mod telemetry;
 pub mod variants;
-pub mod verify;
 
 pub use behaviour::{Retries, RetryPath, ServiceLaw};
 pub use config::{Checked, Config, Spike};

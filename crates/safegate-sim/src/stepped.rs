@@ -122,8 +122,9 @@ pub fn run_stepped<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: RunOp
     crate::run(crate::Mode::Stepped, cfg, policy, opts)
 }
 
-/// The stepped model on a configuration that passed [`Config::check`].
-pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+/// The stepped model on a configuration that passed [`Config::check`] (unchecked: for a caller
+/// that checked the configuration once and runs it many times; [`crate::run`] checks).
+pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
     let dt = cfg.dt;

@@ -104,8 +104,9 @@ pub fn run_stochastic<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, opts: Ru
     crate::run(crate::Mode::Stochastic, cfg, policy, opts)
 }
 
-/// The stochastic model on a configuration that passed [`Config::check`].
-pub(crate) fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
+/// The stochastic model on a configuration that passed [`Config::check`] (unchecked: for a caller
+/// that checked the configuration once and runs it many times; [`crate::run`] checks).
+pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunOptions<'_>) -> Outcome {
     let pool = cfg.pool;
     let cap = pool.capacity.floor() as u64;
     let mut lambda = cfg.traffic_at(0.0);

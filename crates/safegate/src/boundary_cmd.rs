@@ -10,8 +10,8 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use safegate_core::stats::Verdict;
-use safegate_sim::telemetry::traces::{generate, Fault, TraceSpec};
-use safegate_sim::telemetry::{self, CheckOptions, CheckReport, Format, Telemetry};
+use safegate_studies::telemetry::traces::{generate, Fault, TraceSpec};
+use safegate_studies::telemetry::{self, CheckOptions, CheckReport, Format, Telemetry};
 use serde::Serialize;
 
 /// Largest telemetry file read: the Prometheus cap (a CSV is held to its smaller one once

@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
-use safegate_sim::compare::{
+use safegate_studies::compare::{
     compare, run_duration, select_cases, ArmReport, Case, CompareError, CompareReport, CompareRequest,
 };
 use safegate_sim::Scenario;

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use safegate_core::estimators::{run_series, Detection, ImmConfig, Likelihood};
-use safegate_sim::experiments::imm::ROBUST_NU;
+use safegate_studies::experiments::imm::ROBUST_NU;
 use safegate_sim::series_text::{parse_series, SeriesTextError, TextSeries};
 
 /// Inputs this long or shorter print one line per step without `--all`.

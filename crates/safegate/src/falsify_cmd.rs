@@ -1,7 +1,7 @@
 //! `safegate falsify`: the seed's falsification criteria F10–F19, each measured in the
 //! model, with a verdict (docs/falsify.md).
 //!
-//! Rows come from `safegate_sim::falsify` (F10–F18) as a `Vec<Criterion>`; a criterion
+//! Rows come from `safegate_studies::falsify` (F10–F18) as a `Vec<Criterion>`; a criterion
 //! measured elsewhere is one more push onto that list (F19, below).
 
 use std::fmt::Write as _;
@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 use clap::Args;
-use safegate_sim::falsify::{self, Criterion, Effort, Evidence, Figure, Verdict};
+use safegate_studies::falsify::{self, Criterion, Effort, Evidence, Figure, Verdict};
 
 use crate::progress;
 use crate::reproduce_cmd::render_figure_as;

@@ -15,7 +15,7 @@ use safegate_live::downstream::{Downstream, DownstreamConfig, Workers};
 use safegate_live::fleet_gate::{parse_policy, policy_name, run_gate, GateConfig, GateStats, Keeper};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
-use safegate_sim::fleet::jain;
+use safegate_studies::fleet::jain;
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, BufReader};
 

@@ -4,9 +4,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
-use safegate_sim::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
-use safegate_sim::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
-use safegate_sim::fleet::{run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig};
+use safegate_studies::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
+use safegate_studies::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
+use safegate_studies::fleet::{run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig};
 use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
 use serde_json::json;
 
@@ -35,7 +35,7 @@ fn figures(
     let mut y_max: f64 = 0.0;
     let mut p_star = 0.0;
     for (k, factor) in [0.8, 1.2].into_iter().enumerate() {
-        let cfg = safegate_sim::fleet::sweep::with_delay(dcfg, factor * tau);
+        let cfg = safegate_studies::fleet::sweep::with_delay(dcfg, factor * tau);
         let cfg = FleetConfig { duration: 10.0, ..cfg };
         let mut p: Vec<GatePolicy> = cfg.gates.iter().map(|_| GatePolicy::Priced).collect();
         let out = run_fleet(&cfg, &mut p, FleetRecord { every: Some(10) })?;
@@ -321,7 +321,7 @@ pub(crate) fn run_file(
     boundary: Option<&std::path::Path>,
     as_json: bool,
 ) -> Result<ExitCode> {
-    use safegate_sim::fleet::FleetScenario;
+    use safegate_studies::fleet::FleetScenario;
     let origin = path.display().to_string();
     let sc = FleetScenario::load(path)?;
     let cfg = sc.config(&origin)?;

@@ -13,10 +13,10 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use safegate_core::boundary::Boundary;
-use safegate_sim::compare::{compare, run_duration, select_cases, CompareReport, CompareRequest};
-use safegate_sim::experiments::{self, Report, Setup, Verdict};
-use safegate_sim::falsify::Verdict as Finding;
-use safegate_sim::verify::{VerifyReport, VerifyRequest};
+use safegate_studies::compare::{compare, run_duration, select_cases, CompareReport, CompareRequest};
+use safegate_studies::experiments::{self, Report, Setup, Verdict};
+use safegate_studies::falsify::Verdict as Finding;
+use safegate_studies::verify::{VerifyReport, VerifyRequest};
 use safegate_sim::{Scenario, Series};
 
 use crate::falsify_cmd::{self, Measured};

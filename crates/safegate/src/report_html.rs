@@ -3,9 +3,9 @@
 
 use std::fmt::Write as _;
 
-use safegate_sim::compare::ArmReport;
-use safegate_sim::experiments::Verdict;
-use safegate_sim::verify::{ArmResult, VerifyReport};
+use safegate_studies::compare::ArmReport;
+use safegate_studies::experiments::Verdict;
+use safegate_studies::verify::{ArmResult, VerifyReport};
 
 use crate::falsify_cmd::{evidence_line, value};
 use crate::report_cmd::Gathered;

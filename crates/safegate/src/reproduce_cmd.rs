@@ -8,7 +8,7 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use rayon::prelude::*;
-use safegate_sim::experiments::{self, Experiment, Figure, Report, Row, Setup, Verdict};
+use safegate_studies::experiments::{self, Experiment, Figure, Report, Row, Setup, Verdict};
 
 use crate::chart::{self, Line, Panel, Rule};
 use crate::progress;

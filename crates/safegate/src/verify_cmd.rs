@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use safegate_sim::verify::{verify, ArmResult, CellResult, VerifyError, VerifyReport, VerifyRequest};
+use safegate_studies::verify::{verify, ArmResult, CellResult, VerifyError, VerifyReport, VerifyRequest};
 use safegate_sim::Scenario;
 
 use crate::progress;

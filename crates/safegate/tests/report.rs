@@ -89,7 +89,7 @@ fn quick_report_holds_every_section_row_verdict_and_figure_offline() {
     }
 
     // Reproduce: every experiment and every row of the seed, each with a verdict.
-    for e in safegate_sim::experiments::ALL {
+    for e in safegate_studies::experiments::ALL {
         assert!(html.contains(&format!("<td>{}</td>", e.id)), "experiment {} missing", e.id);
     }
     for row in ROWS {

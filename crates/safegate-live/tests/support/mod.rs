@@ -101,10 +101,10 @@ pub(crate) fn safe_limit(cfg: &Config, bound: f64) -> f64 {
 }
 
 /// The project's physical limit over the run \[requests\]: the ideal pool's goodput
-/// ([`safegate_sim::compare::physical_limit`]: the fluid model with exactly `min(q, C)`
+/// ([`safegate_studies::compare::physical_limit`]: the fluid model with exactly `min(q, C)`
 /// executors, admitting everything) times the duration.
 pub(crate) fn physical_limit(cfg: &Config) -> f64 {
-    safegate_sim::compare::physical_limit(cfg).unwrap() * cfg.duration
+    safegate_studies::compare::physical_limit(cfg).unwrap() * cfg.duration
 }
 
 /// How many live runs a timing-sensitive measurement may take.

@@ -152,7 +152,9 @@ impl Scenario {
     }
 }
 
-pub(crate) fn read(path: &Path) -> Result<String, ScenarioError> {
+/// A scenario-like file read with the size bound of configuration files; an empty file
+/// is refused (it would run every default in silence).
+pub fn read(path: &Path) -> Result<String, ScenarioError> {
     let text = crate::input::read_text(path, crate::input::MAX_CONFIG_BYTES)
         .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
     // An empty file (a truncated copy, `> file` by mistake) would run every default

@@ -13,7 +13,7 @@ use crate::health::{HealthNoise, HealthSchedule, HealthTrack};
 impl HealthSection {
     /// The health track this section describes, its shape checked whatever the kind (so a
     /// typo in an unused key still shows); `seed` keys the noise, `origin` names the file.
-    pub(crate) fn track(&self, seed: u64, origin: &str) -> Result<HealthTrack, ScenarioError> {
+    pub fn track(&self, seed: u64, origin: &str) -> Result<HealthTrack, ScenarioError> {
         let invalid = |error: RangeError| ScenarioError::Invalid { origin: origin.to_string(), error };
         let h = self;
         let schedule = match h.kind {
