@@ -156,6 +156,50 @@ pub fn trials_to_show(eps: f64) -> u64 {
     (n.saturating_sub(2)..n + 3).find(|&k| Frequency::from_counts(0, k).ci_high <= eps).unwrap_or(n)
 }
 
+/// The `p`-quantile of `sorted` (ascending) by nearest rank: the value of rank
+/// ⌈p·n⌉ (1-based, at least 1). The one rule every study, bench and report uses, so that a
+/// median or a percentile means the same thing everywhere; for an even count the median is
+/// the lower middle value, an observed sample rather than an average of two. `None` when
+/// `sorted` is empty or `p` is not in [0, 1].
+///
+/// ```
+/// use safegate_core::stats::quantile_sorted;
+/// assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0, 4.0], 0.5), Some(2.0));
+/// assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0], 0.5), Some(2.0));
+/// assert_eq!(quantile_sorted(&[1.0, 2.0, 3.0], 0.99), Some(3.0));
+/// assert_eq!(quantile_sorted(&[], 0.5), None);
+/// ```
+pub fn quantile_sorted(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() || !(0.0..=1.0).contains(&p) {
+        return None;
+    }
+    let rank = ((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len());
+    Some(sorted[rank - 1])
+}
+
+/// The `p`-quantile of `values` by the rule of [`quantile_sorted`], NaN left out; `None`
+/// when no value is left. Reorders nothing the caller keeps (it sorts a copy).
+///
+/// ```
+/// use safegate_core::stats::quantile;
+/// assert_eq!(quantile(&[4.0, f64::NAN, 1.0, 3.0, 2.0], 0.5), Some(2.0));
+/// ```
+pub fn quantile(values: &[f64], p: f64) -> Option<f64> {
+    let mut v: Vec<f64> = values.iter().copied().filter(|x| !x.is_nan()).collect();
+    v.sort_by(f64::total_cmp);
+    quantile_sorted(&v, p)
+}
+
+/// The median of `values` ([`quantile`] at ½: the lower middle value for an even count).
+///
+/// ```
+/// use safegate_core::stats::median;
+/// assert_eq!(median(&[5.0, 1.0, 3.0]), Some(3.0));
+/// ```
+pub fn median(values: &[f64]) -> Option<f64> {
+    quantile(values, 0.5)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
