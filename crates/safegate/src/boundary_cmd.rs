@@ -384,7 +384,7 @@ fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Optio
 
 /// The figures: the signal against its line, and the Hill plot of the excursion peaks.
 fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> {
-    use crate::chart::{render, Line, Panel, Rule, PALETTE};
+    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
     let m = &r.margin;

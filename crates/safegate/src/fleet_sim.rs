@@ -4,10 +4,12 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Result};
 use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
+use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
 use safegate_studies::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
 use safegate_studies::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
-use safegate_studies::fleet::{run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig};
-use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
+use safegate_studies::fleet::{
+    run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig,
+};
 use serde_json::json;
 
 fn two(p0: u32, p1: u32) -> FleetConfig {
@@ -27,8 +29,8 @@ fn figures(
     tipping: &stag::Tipping,
     fallback: &str,
 ) -> Result<Vec<String>> {
-    use crate::chart::{render, Line, Panel, Rule, PALETTE};
     use anyhow::Context as _;
+    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
     crate::out_dir::create("--figures", dir)?;
     let mut written = Vec::new();
     let mut lines = Vec::new();

@@ -1,8 +1,8 @@
 //! `safegate report`: reproduce, compare, verify and falsify in one self-contained HTML file
 //! (docs/report.md).
 //!
-//! Each section is measured by the same functions its own command runs; the page is built
-//! in `report_html`.
+//! Each section is measured by the same library functions its own command calls
+//! (`crate::calls`); the page is rendered by `safegate_render::report`.
 
 use std::fs::File;
 use std::io::Write as _;
@@ -13,15 +13,16 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use safegate_core::boundary::Boundary;
-use safegate_studies::compare::{compare, run_duration, select_cases, CompareReport, CompareRequest};
-use safegate_studies::experiments::{self, Report, Setup, Verdict};
-use safegate_studies::falsify::Verdict as Finding;
-use safegate_studies::verify::{VerifyReport, VerifyRequest};
-use safegate_sim::{Scenario, Series};
+use safegate_render::compare::thin_traces;
+use safegate_render::report::{self as report_html, Effort, Gathered};
+use safegate_sim::Scenario;
+use safegate_studies::compare::{compare, run_duration, select_cases, CompareRequest};
+use safegate_studies::experiments::{self, Setup, Verdict};
+use safegate_studies::falsify::{selected, Verdict as Finding};
+use safegate_studies::verify::VerifyRequest;
 
-use crate::falsify_cmd::{self, Measured};
 use crate::run_cmd::DEFAULT_SCENARIO;
-use crate::{chart, compare_cmd, progress, report_html, reproduce_cmd, verify_cmd};
+use crate::{calls, progress};
 
 /// The boundary files `verify` checks, embedded so the report runs from any directory.
 const BOUNDARIES: [(&str, &str); 4] = [
@@ -55,76 +56,6 @@ pub(crate) struct ReportArgs {
     /// Print a JSON summary (sections, counts, path, bytes, seconds) instead of a line.
     #[arg(long)]
     pub(crate) json: bool,
-}
-
-/// How much each section samples.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Effort {
-    /// `--quick`.
-    pub(crate) quick: bool,
-    /// Severity trials, repeated worst runs and IMM trials of `reproduce`.
-    severity_trials: u64,
-    worst_runs: u64,
-    imm_trials: u64,
-    /// Replications per arm in `compare`, and seconds per run (`None`: the boundary's
-    /// horizon).
-    pub(crate) compare_seeds: u32,
-    compare_duration: Option<f64>,
-    /// Trajectories per envelope cell and arm, and the grid, in `verify`.
-    pub(crate) verify_trials: u64,
-    pub(crate) traffic_points: usize,
-    pub(crate) health_points: usize,
-    /// Seed of every draw.
-    pub(crate) seed: u64,
-}
-
-impl Effort {
-    /// Each command's defaults, or small samples with `quick`.
-    fn new(quick: bool, seed: u64) -> Self {
-        let full = Setup::default();
-        if quick {
-            Effort {
-                quick,
-                severity_trials: 100_000,
-                worst_runs: 500,
-                imm_trials: 2_000,
-                compare_seeds: 1,
-                compare_duration: Some(200.0),
-                verify_trials: 40,
-                traffic_points: 2,
-                health_points: 2,
-                seed,
-            }
-        } else {
-            Effort {
-                quick,
-                severity_trials: full.severity_trials,
-                worst_runs: full.worst_runs,
-                imm_trials: full.imm_trials,
-                compare_seeds: 4,
-                compare_duration: None,
-                verify_trials: 1000,
-                traffic_points: 5,
-                health_points: 3,
-                seed,
-            }
-        }
-    }
-}
-
-/// Everything the page shows.
-#[derive(Debug)]
-pub(crate) struct Gathered {
-    pub(crate) effort: Effort,
-    /// Each experiment's report and seconds.
-    pub(crate) reproduce: Vec<(Report, f64)>,
-    pub(crate) compare: CompareReport,
-    pub(crate) compare_seconds: f64,
-    /// Each boundary file, its report and seconds.
-    pub(crate) verify: Vec<(String, VerifyReport, f64)>,
-    pub(crate) falsify: Measured,
-    /// Seconds for the whole measurement.
-    pub(crate) seconds: f64,
 }
 
 pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
@@ -185,10 +116,10 @@ fn gather(effort: Effort, show: bool) -> Result<Gathered> {
         ..Setup::with_overrides(&[], effort.seed)?
     };
     let all: Vec<_> = experiments::ALL.iter().collect();
-    let reproduce = reproduce_cmd::run_experiments(&setup, &all, show);
+    let reproduce = calls::experiments(&setup, &all, show);
 
     note("compare: every controller with and without the filter");
-    let boundary = compare_cmd::default_boundary()?;
+    let boundary = calls::default_boundary()?;
     let duration = run_duration(effort.compare_duration, &boundary)?;
     let request = CompareRequest {
         cases: select_cases(&[], duration)?,
@@ -211,13 +142,13 @@ fn gather(effort: Effort, show: bool) -> Result<Gathered> {
     for (name, text) in BOUNDARIES {
         note(&format!("verify: {name}"));
         let boundary = Boundary::from_toml(text, &[]).map_err(|e| anyhow::anyhow!("{name}: {e}"))?;
-        let (report, secs) = verify_cmd::check(verify_request(boundary, &effort)?, name, show)?;
+        let (report, secs) = calls::verify_boundary(verify_request(boundary, &effort)?, name, show)?;
         verify.push((name.to_string(), report, secs));
     }
 
     note("falsify: F10–F19 (F19 measures the live downstream on loopback)");
-    let ids = falsify_cmd::selected(&[])?;
-    let falsify = falsify_cmd::measure(&ids, effort.quick, effort.seed, show);
+    let ids = selected(&[])?;
+    let falsify = calls::falsify(&ids, effort.quick, effort.seed, show);
 
     Ok(Gathered {
         effort,
@@ -228,21 +159,6 @@ fn gather(effort: Effort, show: bool) -> Result<Gathered> {
         falsify,
         seconds: started.elapsed().as_secs_f64(),
     })
-}
-
-/// The compare report with each queue trace cut to the seconds its figure draws and to the
-/// envelope of about `points` points there; only time and queue are kept, which is all the
-/// figures use.
-fn thin_traces(mut r: CompareReport, points: usize) -> CompareReport {
-    for c in &mut r.cases {
-        for t in &mut c.traces {
-            let n = t.t.partition_point(|&x| x <= compare_cmd::TRACE_SECONDS);
-            let (x, y): (Vec<f64>, Vec<f64>) =
-                chart::decimate_to(&t.t[..n], &t.queue[..n.min(t.queue.len())], points).into_iter().unzip();
-            *t = Series { t: x, queue: y, ..Series::default() };
-        }
-    }
-    r
 }
 
 /// The verify request for a boundary on the seed's λ = 80 band, as `safegate verify

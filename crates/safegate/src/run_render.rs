@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use safegate_sim::{Config, Scenario};
 
-use crate::chart::{self, Line, Panel, Rule};
 use crate::run_cmd::RunReport;
+use safegate_render::chart::{self, Line, Panel, Rule};
 
 fn describe(scenario: &Scenario, cfg: &Config, mode: &str) -> String {
     use safegate_sim::scenario::HealthKind;

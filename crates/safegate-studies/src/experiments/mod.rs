@@ -21,9 +21,11 @@ pub mod pinned;
 pub mod poa;
 pub mod probebw;
 pub mod recovery;
+mod run_many;
 mod selection;
 pub mod severity;
 
+pub use run_many::run_many;
 pub use selection::{row_belongs, select, Selection, UnknownExperiment};
 
 /// What the experiments run on.

@@ -262,8 +262,9 @@ fn run_policy(
     stride: usize,
     line: f64,
 ) -> Result<Vec<RunReport>, ApiError> {
-    let build =
-        || safegate_studies::compare::policies::build_spec(spec, cfg).map_err(|e| ApiError::bad(format!("policy: {e}")));
+    let build = || {
+        safegate_studies::compare::policies::build_spec(spec, cfg).map_err(|e| ApiError::bad(format!("policy: {e}")))
+    };
     let opts = |stride| RunOptions { record_every: Some(stride), progress: None };
     let run = |policy: &mut dyn Policy| {
         safegate_sim::run(scenario.run.mode, cfg, policy, opts(stride)).map_err(|e| ApiError::bad(e.to_string()))

@@ -7,13 +7,15 @@ use safegate_studies::compare::ArmReport;
 use safegate_studies::experiments::Verdict;
 use safegate_studies::verify::{ArmResult, VerifyReport};
 
-use crate::falsify_cmd::{evidence_line, value};
-use crate::report_cmd::Gathered;
-use crate::reproduce_cmd::render_figure_as;
-use crate::{compare_cmd, verify_cmd};
+use crate::falsify::{evidence_line, value};
+use crate::markup::escape as esc;
+use crate::reproduce::render_figure_as;
+use crate::{compare as compare_text, verify as verify_text};
+
+pub use crate::report_data::{Effort, Gathered};
 
 /// Each section's anchor and heading, in page order.
-pub(crate) const SECTIONS: [(&str, &str); 4] = [
+pub const SECTIONS: [(&str, &str); 4] = [
     ("reproduce", "Reproduce: every worked result of the seed"),
     ("compare", "Compare: every controller with and without the filter"),
     ("verify", "Verify: the boundary files over their envelopes"),
@@ -31,14 +33,11 @@ pre{background:#f7f7f7;padding:.6em;overflow-x:auto;font-size:.8em}details{margi
 
 /// The page and how many figures it holds.
 #[derive(Debug)]
-pub(crate) struct Page {
-    pub(crate) html: String,
-    pub(crate) figures: usize,
-}
-
-/// Text escaped for HTML.
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+pub struct Page {
+    /// The whole HTML document.
+    pub html: String,
+    /// Figures inlined in it.
+    pub figures: usize,
 }
 
 /// A chart inlined: the namespace attribute is implied inside HTML, so it is dropped and
@@ -58,7 +57,7 @@ fn verdict_class(v: Verdict) -> &'static str {
 }
 
 /// The whole page.
-pub(crate) fn page(g: &Gathered) -> Page {
+pub fn page(g: &Gathered) -> Page {
     let mut s = String::new();
     let mut figures = 0;
     let _ = write!(
@@ -201,9 +200,9 @@ fn compare(s: &mut String, g: &Gathered, figures: &mut usize) {
     let _ = writeln!(
         s,
         "<details><summary>The full text of <code>safegate compare</code> (recovery, ε per policy, the drain table, goodput vs load)</summary><pre>{}</pre></details>",
-        esc(&compare_cmd::render(r, g.compare_seconds))
+        esc(&compare_text::render(r, g.compare_seconds))
     );
-    for (_, svg) in compare_cmd::figures(r) {
+    for (_, svg) in compare_text::figures(r) {
         figure(s, &svg, figures);
     }
 }
@@ -272,7 +271,7 @@ fn verify_detail(s: &mut String, name: &str, r: &VerifyReport, secs: f64) {
         "<details><summary><code>{}</code>: {}</summary><pre>{}</pre></details>",
         esc(name),
         esc(&r.verdict),
-        esc(&verify_cmd::render(r, name, secs))
+        esc(&verify_text::render(r, name, secs))
     );
 }
 

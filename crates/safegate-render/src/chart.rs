@@ -2,35 +2,49 @@
 
 use std::fmt::Write as _;
 
+use crate::markup::escape as esc;
+
 /// One line in a panel.
 #[derive(Debug, Clone)]
-pub(crate) struct Line {
-    pub(crate) name: String,
-    pub(crate) color: &'static str,
-    pub(crate) x: Vec<f64>,
-    pub(crate) y: Vec<f64>,
-    pub(crate) dashed: bool,
+pub struct Line {
+    /// Its name in the legend.
+    pub name: String,
+    /// Its colour (a CSS colour).
+    pub color: &'static str,
+    /// Abscissae.
+    pub x: Vec<f64>,
+    /// Ordinates, one per abscissa.
+    pub y: Vec<f64>,
+    /// Drawn dashed.
+    pub dashed: bool,
 }
 
 /// A horizontal reference line with a label.
 #[derive(Debug, Clone)]
-pub(crate) struct Rule {
-    pub(crate) y: f64,
-    pub(crate) label: String,
+pub struct Rule {
+    /// Its height.
+    pub y: f64,
+    /// Its label in the legend.
+    pub label: String,
 }
 
 /// One panel: a y-range, lines and reference rules.
 #[derive(Debug, Clone)]
-pub(crate) struct Panel {
-    pub(crate) label: String,
-    pub(crate) y_min: f64,
-    pub(crate) y_max: f64,
-    pub(crate) lines: Vec<Line>,
-    pub(crate) rules: Vec<Rule>,
+pub struct Panel {
+    /// The y-axis label.
+    pub label: String,
+    /// Bottom of the y-range.
+    pub y_min: f64,
+    /// Top of the y-range.
+    pub y_max: f64,
+    /// The lines drawn.
+    pub lines: Vec<Line>,
+    /// The reference rules drawn.
+    pub rules: Vec<Rule>,
 }
 
 /// Colours that read on white and for most colour-blind readers (Okabe–Ito).
-pub(crate) const PALETTE: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
+pub const PALETTE: [&str; 6] = ["#D55E00", "#0072B2", "#009E73", "#CC79A7", "#E69F00", "#56B4E9"];
 
 /// Width of the plot area plus its axis labels; the legends add a column to its right.
 const WIDTH: f64 = 900.0;
@@ -52,12 +66,12 @@ fn legend_width<'a>(names: impl Iterator<Item = &'a str>) -> f64 {
 }
 
 /// Keep the envelope of a long series: per bucket, its first, min and max points.
-pub(crate) fn decimate(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
+pub fn decimate(x: &[f64], y: &[f64]) -> Vec<(f64, f64)> {
     decimate_to(x, y, MAX_POINTS)
 }
 
 /// [`decimate`] to at most about `max_points` points (at least 3 per bucket's worth).
-pub(crate) fn decimate_to(x: &[f64], y: &[f64], max_points: usize) -> Vec<(f64, f64)> {
+pub fn decimate_to(x: &[f64], y: &[f64], max_points: usize) -> Vec<(f64, f64)> {
     let n = x.len().min(y.len());
     if n <= max_points.max(3) {
         return x.iter().zip(y).map(|(a, b)| (*a, *b)).collect();
@@ -90,10 +104,6 @@ pub(crate) fn decimate_to(x: &[f64], y: &[f64], max_points: usize) -> Vec<(f64, 
     out
 }
 
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
-}
-
 fn nice_step(span: f64, ticks: f64) -> f64 {
     let raw = (span / ticks).max(f64::MIN_POSITIVE);
     let mag = 10f64.powf(raw.log10().floor());
@@ -122,7 +132,7 @@ fn fmt_tick(v: f64) -> String {
 ///
 /// Each panel's legend (its lines, then its rules with their dash patterns) stands in a
 /// column right of the plot area, so it never covers the data.
-pub(crate) fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f64, panels: &[Panel]) -> String {
+pub fn render(title: &str, subtitle: &str, x_label: &str, x0: f64, x1: f64, panels: &[Panel]) -> String {
     let plot_w = WIDTH - LEFT - RIGHT;
     let panel_h = if panels.len() == 1 { SINGLE_PANEL_H } else { PANEL_H };
     let height = TOP + panels.len() as f64 * (panel_h + GAP) + 30.0;

@@ -1,0 +1,34 @@
+//! Renderings of safegate's studies: the text a command prints, the SVG charts it writes
+//! and the HTML report, one renderer per table. The CLI, `safegate report` and the web
+//! page call the same functions, so a table reads the same wherever it is shown.
+//!
+//! | module | renders |
+//! |---|---|
+//! | [`chart`] | dependency-free SVG line charts: stacked panels on one time axis |
+//! | [`markup`] | text escaped for HTML and SVG |
+//! | [`reproduce`] | the table of reproduced results; an experiment's figure |
+//! | [`compare`] | the compare table and its figures (queue traces, goodput vs load) |
+//! | [`verify`] | the text of a verify report |
+//! | [`falsify`] | the falsification criteria, and how their numbers read |
+//! | [`report`] | the self-contained HTML page of `safegate report` |
+//! | [`report_data`] | what that page shows: each section's results and the samples taken |
+//!
+//! ```
+//! use safegate_render::chart::{render, Line, Panel};
+//!
+//! let line = Line { name: "q".into(), color: "#000", x: vec![0.0, 1.0], y: vec![0.0, 2.0], dashed: false };
+//! let panel = Panel { label: "queue".into(), y_min: 0.0, y_max: 2.0, lines: vec![line], rules: vec![] };
+//! let svg = render("a title", "a subtitle", "t [s]", 0.0, 1.0, &[panel]);
+//! assert!(svg.starts_with("<svg"));
+//! ```
+
+pub mod chart;
+pub mod compare;
+pub mod falsify;
+pub mod markup;
+pub mod report;
+pub mod report_data;
+pub mod reproduce;
+pub mod verify;
+
+pub use markup::escape;
