@@ -306,7 +306,10 @@ async fn dry_run_never_rejects() {
     assert_eq!(layer.snapshot().in_flight, 0);
 }
 
-#[tokio::test]
+// Paused time: each `sleep` below returns once every other task is idle (the runtime
+// advances the clock only then), so the test waits for the layer's tasks, not for the wall
+// clock, and the 300-ms deadline passes in no wall time.
+#[tokio::test(start_paused = true)]
 async fn queue_mode_waits_bounded_with_a_deadline() {
     let layer = AdmissionLayer::builder()
         .controller("static")
