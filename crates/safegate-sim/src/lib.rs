@@ -11,6 +11,8 @@
 //!   service at the current contention- and health-scaled rate), for probabilities.
 //! - [`Scenario`]: the TOML file format; [`Config`]: a resolved run.
 //! - [`fleet`]: several gates on one contended dependency, and the coordination price.
+//! - [`heartbeat`]: a seeded heartbeat process and the failure detectors' trade-off on it.
+//! - [`limits`]: the budgets every input-derived size is checked against.
 //!
 //! Both take any [`safegate_core::Policy`] as the admission gate.
 //!
@@ -34,7 +36,9 @@ pub mod falsify;
 pub mod fleet;
 pub mod fluid;
 pub mod health;
+pub mod heartbeat;
 pub mod input;
+pub mod limits;
 pub mod model;
 pub mod record;
 pub mod scenario;

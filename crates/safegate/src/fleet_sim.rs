@@ -3,10 +3,10 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
 use safegate_sim::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
 use safegate_sim::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
 use safegate_sim::fleet::{run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig};
+use safegate_sim::heartbeat::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
 use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
 use serde_json::json;
 
