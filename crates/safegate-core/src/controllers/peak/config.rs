@@ -3,10 +3,10 @@
 
 use crate::controllers::{Actuator, Setting};
 
-/// Largest limit [`Peak`] accepts (its grid is allocated up to it).
+/// Largest limit [`Peak`](super::Peak) accepts (its grid is allocated up to it).
 pub const MAX_LIMIT: f64 = 1e6;
 
-/// Configuration of [`Peak`].
+/// Configuration of [`Peak`](super::Peak).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PeakConfig {
     /// What the limit caps. Default [`Actuator::InFlight`].
