@@ -13,9 +13,7 @@
 //! rest, and `safegate verify`
 //! measures what actually happens.
 
-use serde::{Deserialize, Serialize};
-
-use crate::error::{check, ParseError, RangeError};
+use crate::error::{check, RangeError};
 use crate::filter::constraint::MAX_RHO;
 use crate::filter::{Backup, Barrier, Constraint};
 use crate::limits::{budget, MAX_RATE, MAX_STEPS};
@@ -26,8 +24,9 @@ pub const MIN_EPSILON: f64 = 1e-12;
 use crate::safety::{ConcurrencyInput, SafetyConfig, MAX_PERIOD, MAX_WINDOW, MIN_PERIOD};
 
 /// `[barrier]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct BarrierSection {
     /// The signal the barrier reads (only `"queue"`: occupancy of the backlog).
     pub signal: String,
@@ -44,8 +43,9 @@ impl Default for BarrierSection {
 }
 
 /// `[probability]`: Definition 3's ε over a horizon.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ProbabilitySection {
     /// ε, the tolerated probability of ever leaving the safe set within the horizon (0.01).
     pub epsilon: f64,
@@ -62,8 +62,9 @@ impl Default for ProbabilitySection {
 }
 
 /// How CVaR is computed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum CvarModel {
     /// Worst case over all laws with the estimated mean and variance (Corollary 2).
     #[default]
@@ -73,8 +74,9 @@ pub enum CvarModel {
 }
 
 /// `[magnitude]`: Corollary 2's CVaR bound.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct MagnitudeSection {
     /// η, the tail fraction (0.05).
     pub eta: f64,
@@ -91,8 +93,9 @@ impl Default for MagnitudeSection {
 }
 
 /// The disturbance model the chance constraint is computed under.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum DisturbanceModel {
     /// Bernstein's inequality for unit-jump counts (Poisson arrivals and completions): an
     /// exact tail bound at any ε (default).
@@ -107,8 +110,9 @@ pub enum DisturbanceModel {
 }
 
 /// `[disturbance]`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct DisturbanceSection {
     /// The model ("bernstein").
     pub model: DisturbanceModel,
@@ -118,7 +122,7 @@ pub struct DisturbanceSection {
     /// queue) or `"measured"` (the measured net change per period alone once half the
     /// window is full: a request/response service, docs/math.md §Noise). Unset: the
     /// actuator's own default (the simulator `poisson`, the tower layer `measured`).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "serde", serde(skip_serializing_if = "Option::is_none"))]
     pub noise: Option<NoiseSource>,
 }
 
@@ -129,8 +133,9 @@ impl Default for DisturbanceSection {
 }
 
 /// `[disturbance] noise`: see [`Noise`](crate::safety::Noise).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum NoiseSource {
     /// The Poisson prior `(λ + ŝ)·dt` is a floor under the measured variance.
     #[default]
@@ -150,16 +155,18 @@ impl NoiseSource {
 }
 
 /// `[expectation]`: the discrete-time CBF condition `E[h⁺] ≥ α·h`, `α = exp(−dt/τ)`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct ExpectationSection {
     /// τ \[s\].
     pub tau: f64,
 }
 
 /// `[rate_of_closure]`: Definition 4.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(deny_unknown_fields))]
 pub struct RateOfClosureSection {
     /// γ₀ ∈ (0, 1]: the share of the margin that may close per step.
     pub gamma0: f64,
@@ -168,8 +175,9 @@ pub struct RateOfClosureSection {
 }
 
 /// `[envelope]`: the operating range the boundary is claimed for.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct EnvelopeSection {
     /// Base traffic range [req/s] ([40, 120]).
     pub traffic: [f64; 2],
@@ -184,8 +192,9 @@ impl Default for EnvelopeSection {
 }
 
 /// `[decision]`: how often the filter decides.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct DecisionSection {
     /// Decision period dt \[s\] (0.05).
     pub period: f64,
@@ -201,8 +210,9 @@ impl Default for DecisionSection {
 
 /// A boundary file. Sections default to the values shown; `[magnitude]`, `[expectation]`
 /// and `[rate_of_closure]` are off unless present.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, PartialEq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct Boundary {
     /// A short name.
     pub name: Option<String>,
@@ -244,7 +254,8 @@ impl Boundary {
     /// Parse a boundary from TOML text, with `key.path = value` overrides (see
     /// [`crate::config_file::parse`]). Unknown keys and wrong types name their path; values
     /// are range-checked by [`Boundary::validate`].
-    pub fn from_toml(text: &str, overrides: &[(String, String)]) -> Result<Self, ParseError> {
+    #[cfg(feature = "toml")]
+    pub fn from_toml(text: &str, overrides: &[(String, String)]) -> Result<Self, crate::error::ParseError> {
         crate::config_file::parse(text, overrides)
     }
 
@@ -400,7 +411,7 @@ mod tests {
         assert_eq!(b.safety_config(200.0).unwrap().constraints.len(), 5);
     }
 
-    /// A decision period finer than any clock (it used to abort in the allocator) and a
+    /// A decision period finer than any clock (its step count would not fit in memory) and a
     /// horizon of 2e13 decision steps are refused, naming the input.
     #[test]
     fn sizes_derived_from_a_boundary_fit_a_budget() {

@@ -18,7 +18,8 @@
 use std::fmt;
 
 /// A value outside its allowed range.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct RangeError {
     /// The field's dotted path, as in the configuration (`probability.epsilon`).
     pub field: String,

@@ -18,8 +18,25 @@
 //! assert!((action.admit - 0.5).abs() < 1e-12);
 //! assert_eq!(action.concurrency, None);
 //! ```
+//!
+//! # Features
+//!
+//! Every decision works with no feature on; the features add the file formats around them.
+//!
+//! - `serde` (default): `serde::Serialize` for the reports and records (actions,
+//!   observations, filter decisions, estimator reports, errors) and `serde::Deserialize`
+//!   for the configurations a file holds ([`boundary::Boundary`] and its sections,
+//!   [`safety::SafetyConfig`], [`filter::Backup`]).
+//! - `toml` (default; implies `serde`): the TOML file format, [`config_file`] (one parser
+//!   with `key.path = value` overrides for boundaries, scenarios and the other files) and
+//!   [`boundary::Boundary::from_toml`].
+//!
+//! The tower layer takes the core with `default-features = false` and asks for `toml` only
+//! through its own `toml` feature, so a service that builds its boundary in code links
+//! neither serde nor toml.
 
 pub mod boundary;
+#[cfg(feature = "toml")]
 pub mod config_file;
 pub mod controllers;
 pub mod error;

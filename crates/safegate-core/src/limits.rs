@@ -1,10 +1,13 @@
-//! The budgets every size derived from input is checked against before anything is
-//! allocated or looped over: steps, events, trajectories, cells, samples, requests.
+//! The budgets the boundary's checks share with the simulator: most steps of one run
+//! ([`MAX_STEPS`]), most offered rate ([`MAX_RATE`]) and the check itself ([`budget`]).
 //!
-//! A typo (a period of `1e-12`, a million-fold duration, `--trials 1e12`) must get an error
-//! that names the input and says what would fit, not an abort in the allocator, an hour of
-//! silence or gigabytes of memory. Each limit is far above what the seed's model, the CLI's
-//! defaults and the tests need; `docs/limits.md` lists them with the inputs that drive them.
+//! A typo (a decision period of `1e-12`, a horizon a million times too long) must get an
+//! error that names the input and says what would fit, not an abort in the allocator.
+//! [`Boundary::validate`](crate::boundary::Boundary::validate) checks a boundary's horizon in
+//! decision steps and its traffic envelope against these. The simulator's other budgets
+//! (events, trajectories, trials, grid and series points) live beside them in
+//! `safegate_sim::limits`, which re-exports these three; `docs/limits.md` lists them all
+//! with the inputs that drive them.
 
 use crate::error::RangeError;
 
@@ -12,20 +15,8 @@ use crate::error::RangeError;
 /// `horizon / period` (one trajectory). A fluid step costs about 55 ns here, so the longest
 /// run allowed takes seconds (58 simulated days at the seed's 50 ms).
 pub const MAX_STEPS: f64 = 1e8;
-/// Most expected arrivals of one stochastic run, `λ·duration` (each is an event).
-pub const MAX_EVENTS: f64 = 1e8;
 /// Most offered rate \[req/s\] a model accepts (traffic, spikes).
 pub const MAX_RATE: f64 = 1e7;
-/// Most trajectory-steps of one `verify` (cells × arms × trials × horizon steps): about
-/// ten minutes at the measured tens of millions of steps per second on two cores.
-pub const MAX_TRAJECTORY_STEPS: f64 = 2e10;
-/// Most trials (trajectories) per cell and arm; each keeps one number for the CVaR.
-pub const MAX_TRIALS: f64 = 1e7;
-/// Most grid points along one axis of an envelope.
-pub const MAX_GRID_POINTS: f64 = 1000.0;
-/// Most points of a series a command prints or holds for output (longer series are
-/// decimated to this).
-pub const MAX_SERIES_POINTS: usize = 100_000;
 
 /// `Err` unless the size `derived` (what `what` names, e.g. "horizon / decision.period
 /// decision steps") that the input `field = value` drives is at most `max`.

@@ -6,15 +6,14 @@
 //! system at time `now` and answers with an [`Action`]: the fraction of offered work to
 //! admit and, optionally, how many executors may pull work at once.
 
-use serde::Serialize;
-
 /// What an actuator can see when it asks for a decision.
 ///
 /// All quantities are in the units of the seed's model: requests, requests per second and
 /// seconds. Counters are cumulative since the start of the run; a policy that needs rates
 /// differences them itself. Fields an actuator cannot observe are left at their defaults
 /// (zero, or `None` for health).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Observation {
     /// Current time \[s\]. The only clock a policy may read.
     pub now: f64,
@@ -81,7 +80,8 @@ impl Observation {
 }
 
 /// What a policy asks the actuator to do until the next decision.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Action {
     /// Fraction of offered arrivals to admit, in `[0, 1]` (`1 − rej` in the seed's notation).
     pub admit: f64,

@@ -78,7 +78,8 @@ pub fn empirical_cvar(losses: &mut [f64], eta: f64) -> f64 {
 }
 
 /// An exit frequency with its 99 % Clopper–Pearson interval.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Frequency {
     /// Point estimate (0 with no trials).
     pub estimate: f64,
@@ -108,8 +109,9 @@ impl Frequency {
 
 /// What a measured exit frequency shows about ε: the one verdict every command gives
 /// (`verify`, `compare`, and what builds on them), whether the arm is filtered or not.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum Verdict {
     /// The 99 % upper limit is at most ε: the frequency is shown to hold ε.
     Holds,
@@ -213,8 +215,8 @@ mod tests {
         assert_eq!(Frequency::from_counts(0, 100).verdict(eps), Verdict::NotEstablished);
         // 5 of 100: the lower limit (≈ 0.011) is above ε.
         assert_eq!(Frequency::from_counts(5, 100).verdict(eps), Verdict::Violates);
-        // 2 of 100: above ε as an estimate, but the interval straddles it. (verify used to
-        // call this violating for an unfiltered arm; compare did not.)
+        // 2 of 100: above ε as an estimate, but the interval straddles it: not established,
+        // for every arm and in every command.
         assert_eq!(Frequency::from_counts(2, 100).verdict(eps), Verdict::NotEstablished);
         // No evidence, no verdict.
         assert_eq!(Frequency::from_counts(0, 0).verdict(eps), Verdict::NotEstablished);

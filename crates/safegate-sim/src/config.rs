@@ -1,7 +1,7 @@
 //! A resolved, validated simulation: everything a run needs, no defaults left to fill.
 
+use crate::limits::{budget, MAX_EVENTS, MAX_RATE, MAX_STEPS};
 use safegate_core::error::{check, RangeError};
-use safegate_core::limits::{budget, MAX_EVENTS, MAX_RATE, MAX_STEPS};
 use serde::Serialize;
 
 use crate::behaviour::{Retries, ServiceLaw};
@@ -189,8 +189,8 @@ impl Config {
 mod tests {
     use super::*;
 
-    /// `run_fluid` with `dt = 0` used to loop for ever (nothing called `check`); every
-    /// simulator now refuses a configuration that fails it, at once.
+    /// A configuration that fails `check` (`dt = 0` would loop for ever) is refused by every
+    /// simulator, at once.
     #[test]
     fn every_simulator_refuses_what_check_refuses() {
         let bad = Config { dt: 0.0, ..Config::default() };

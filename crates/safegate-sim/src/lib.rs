@@ -10,6 +10,8 @@
 //! - [`run_stochastic`]: exact discrete-event simulation (Poisson arrivals, per-executor
 //!   service at the current contention- and health-scaled rate), for probabilities.
 //! - [`Scenario`]: the TOML file format; [`Config`]: a resolved run.
+//! - [`heartbeat`]: a seeded heartbeat process and the failure detectors' trade-off on it.
+//! - [`limits`]: the budgets every input-derived size is checked against.
 //!
 //! Both take any [`safegate_core::Policy`] as the admission gate.
 //!
@@ -29,7 +31,9 @@ pub mod behaviour;
 pub mod config;
 pub mod fluid;
 pub mod health;
+pub mod heartbeat;
 pub mod input;
+pub mod limits;
 pub mod model;
 pub mod record;
 pub mod scenario;

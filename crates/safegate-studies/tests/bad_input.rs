@@ -1,6 +1,6 @@
 //! Property test over the scenario, boundary and fleet-file parsers (issue "bad input"): for arbitrary
 //! values of any numeric key, parsing and checking never panic, and whatever is accepted
-//! fits the stated budgets (`safegate_core::limits`), so running it is bounded in time and
+//! fits the stated budgets (`safegate_sim::limits`), so running it is bounded in time and
 //! memory. Accepted configurations small enough are also run, filtered and not.
 //!
 //! CI runs the default case count (`PROPTEST_CASES` unset: 2,000 per property, seconds); a
@@ -8,9 +8,9 @@
 
 use proptest::prelude::*;
 use safegate_core::boundary::Boundary;
-use safegate_core::limits::{MAX_EVENTS, MAX_STEPS};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::SeedGate;
+use safegate_sim::limits::{MAX_EVENTS, MAX_STEPS};
 use safegate_sim::{Mode, RunOptions, Scenario};
 use safegate_studies::fleet::{run_fleet, FleetRecord, FleetScenario, GatePolicy, MAX_DELAY_STEPS};
 
@@ -222,9 +222,9 @@ fn a_long_delay_at_a_fine_step_is_refused() {
     assert!(e.contains("fleet.gates[0].delay") && e.contains("price history"), "{e}");
 }
 
-/// A noise redraw instant that `t / period` rounds just below a whole number used to give
-/// a zero-length health piece, and the stochastic event loop stood still for ever (found
-/// by review). Periods that round that way: 0.01, 0.03, 1e-4.
+/// A noise redraw instant that `t / period` rounds just below a whole number must not give
+/// a zero-length health piece (the stochastic event loop would stand still for ever).
+/// Periods that round that way: 0.01, 0.03, 1e-4.
 #[test]
 fn noise_redraws_never_stop_the_clock() {
     for period in ["0.01", "0.03", "1e-4"] {

@@ -1,5 +1,6 @@
 //! [`Builder`]: every setting of an [`AdmissionLayer`], checked in [`Builder::build`].
 
+#[cfg(feature = "toml")]
 use std::path::Path;
 use std::sync::atomic::{AtomicU32, AtomicU64, AtomicU8};
 use std::sync::{Arc, Mutex};
@@ -20,6 +21,7 @@ use crate::AdmissionLayer;
 
 /// Parse a boundary from TOML text (unknown keys are errors); `origin` names it in errors.
 /// The core's one boundary parser ([`Boundary::from_toml`]) with the layer's error.
+#[cfg(feature = "toml")]
 pub fn parse_boundary(text: &str, origin: &str) -> Result<Boundary, BuildError> {
     Boundary::from_toml(text, &[]).map_err(|e| BuildError::Parse { origin: origin.to_string(), message: e.0 })
 }
@@ -103,6 +105,7 @@ impl<C> Builder<C> {
     }
 
     /// Read the boundary from a TOML file (errors surface in [`Builder::build`]).
+    #[cfg(feature = "toml")]
     pub fn boundary_file(mut self, path: impl AsRef<Path>) -> Self {
         let path = path.as_ref();
         let shown = path.display().to_string();

@@ -84,7 +84,9 @@ mod service;
 mod shared;
 mod sync;
 
-pub use builder::{parse_boundary, Builder, MIN_BOUNDARY};
+#[cfg(feature = "toml")]
+pub use builder::parse_boundary;
+pub use builder::{Builder, MIN_BOUNDARY};
 pub use classify::{Classify, SingleClass};
 #[cfg(feature = "http")]
 pub use classify::{HeaderClass, UserHashClass};

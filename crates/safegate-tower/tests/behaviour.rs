@@ -358,13 +358,18 @@ async fn builder_errors_are_typed() {
     // Queue mode: θ·Q = 0.7·(3 + 5) = 5.6 requests, too small for one period's arrivals.
     let e = AdmissionLayer::builder().max_concurrency(3).queue(5, Duration::from_secs(1)).build().unwrap_err();
     assert!(e.to_string().contains("θ·Q ≥ 10"), "{e}");
+}
+
+#[cfg(feature = "toml")]
+#[tokio::test]
+async fn boundary_file_errors_are_typed() {
     let e = AdmissionLayer::builder().boundary_file("/nonexistent/b.toml").build().unwrap_err();
     assert!(e.to_string().contains("/nonexistent/b.toml"), "{e}");
     let e = safegate_tower::parse_boundary("[barrier]\nthreshhold = 0.7\n", "t").unwrap_err();
     assert!(e.to_string().contains("threshhold"), "{e}");
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../boundaries/seed-80.toml");
     AdmissionLayer::builder().boundary_file(path).build().unwrap();
-    // Boundaries that aborted the CLI in the allocator give a server a BuildError naming
+    // Boundaries whose sizes would not fit in memory give a server a BuildError naming
     // the field (a period finer than any clock; a σ window of a billion seconds).
     for (text, field) in [
         ("[decision]\nperiod = 1e-12\n", "decision.period"),

@@ -290,7 +290,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<ExitCode> {
         );
     }
     // Five stacks, one and two threads: about 10 requests' work per request and round.
-    safegate_core::limits::budget(
+    safegate_sim::limits::budget(
         "--requests",
         a.requests,
         a.requests as f64 * a.rounds as f64,

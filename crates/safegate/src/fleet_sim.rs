@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use anyhow::{bail, Result};
-use safegate_core::fleet::detector::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
+use safegate_sim::heartbeat::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
 use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
 use safegate_studies::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
 use safegate_studies::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};

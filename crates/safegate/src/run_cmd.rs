@@ -223,7 +223,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.json && stride > args.every {
         eprintln!(
             "note: the series keeps every {stride}th sample (at most {} points)",
-            safegate_core::limits::MAX_SERIES_POINTS
+            safegate_sim::limits::MAX_SERIES_POINTS
         );
     }
     let heavy = steps.saturating_mul(variants.len() as u64) >= 4_000_000
@@ -260,10 +260,10 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
 }
 
 /// The sampling stride of a `--json` series: every `every`-th of `steps` samples, thinned
-/// further so that at most [`MAX_SERIES_POINTS`](safegate_core::limits::MAX_SERIES_POINTS)
+/// further so that at most [`MAX_SERIES_POINTS`](safegate_sim::limits::MAX_SERIES_POINTS)
 /// are kept (a 1e6-s run printed 1.9 GB).
 pub(crate) fn json_stride(steps: u64, every: usize) -> usize {
-    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
+    let fit = steps.div_ceil(safegate_sim::limits::MAX_SERIES_POINTS as u64) as usize;
     every.max(fit)
 }
 

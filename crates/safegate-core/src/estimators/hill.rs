@@ -18,7 +18,8 @@
 //! may assume. The estimator sees only the upper tail: pass `|x|` for a two-sided one.
 
 /// A Hill estimate and what it rests on.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HillEstimate {
     /// The tail index `α̂ = 1/ξ̂`.
     pub alpha: f64,

@@ -33,8 +33,9 @@ pub const MIN_EXCESSES: usize = 30;
 pub const MIN_SAMPLE: usize = 50;
 
 /// The verdict on a tail.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum TailClass {
     /// `ξ̂ > 0` and the exponential is rejected at 1 %.
     Heavy,
@@ -56,7 +57,8 @@ impl TailClass {
 }
 
 /// A generalised-Pareto fit to the excesses over a threshold.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct GpdFit {
     /// Shape `ξ̂` (`> 0` heavy, `0` exponential, `< 0` bounded).
     pub xi: f64,
@@ -75,7 +77,8 @@ pub struct GpdFit {
 }
 
 /// What [`classify`] found.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct TailReport {
     /// Finite values analysed.
     pub n: usize,

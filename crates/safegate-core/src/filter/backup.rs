@@ -12,8 +12,6 @@
 //! stays at or below the boundary is `{q ≤ q_I}`; `q_I` is found by bisection, and the
 //! constraint `u ≤ (q_I − q)/dt − d̄` keeps the filter feasible inside it.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{check, RangeError};
 
 /// The backup: what acts when no action satisfies every constraint, and the horizon of its
@@ -26,8 +24,9 @@ use crate::error::{check, RangeError};
 /// horizon = 10                         # seconds of the backup-implicit safe set
 /// constrain = true                     # add the backup-set constraint u ≤ (q_I − q)/dt − d̄
 /// ```
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(try_from = "BackupFile", into = "BackupFile")]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "BackupFile", into = "BackupFile"))]
 pub struct Backup {
     /// The policy.
     pub policy: BackupPolicy,
@@ -55,7 +54,8 @@ impl Backup {
 }
 
 /// The file's shape of [`Backup`]: the policy by name, its concurrency beside it.
-#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+#[cfg(feature = "serde")]
+#[derive(Debug, Clone, Copy, serde::Serialize, serde::Deserialize)]
 #[serde(default, deny_unknown_fields)]
 struct BackupFile {
     policy: PolicyName,
@@ -64,7 +64,8 @@ struct BackupFile {
     constrain: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[cfg(feature = "serde")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 enum PolicyName {
     #[default]
@@ -72,12 +73,14 @@ enum PolicyName {
     RejectAllShedRetries,
 }
 
+#[cfg(feature = "serde")]
 impl Default for BackupFile {
     fn default() -> Self {
         Backup::default().into()
     }
 }
 
+#[cfg(feature = "serde")]
 impl TryFrom<BackupFile> for Backup {
     type Error = RangeError;
     fn try_from(f: BackupFile) -> Result<Self, RangeError> {
@@ -94,6 +97,7 @@ impl TryFrom<BackupFile> for Backup {
     }
 }
 
+#[cfg(feature = "serde")]
 impl From<Backup> for BackupFile {
     fn from(b: Backup) -> Self {
         let (policy, concurrency) = match b.policy {
@@ -105,8 +109,9 @@ impl From<Backup> for BackupFile {
 }
 
 /// What the filter does when no action satisfies every constraint.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum BackupPolicy {
     /// Admit nothing new.
     RejectAll,

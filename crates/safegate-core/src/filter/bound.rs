@@ -19,7 +19,8 @@
 use crate::error::{check, RangeError};
 
 /// Inputs of the horizon bounds, in barrier units.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HorizonInputs {
     /// Starting margin `h₀ = θ − q₀/Q`.
     pub h0: f64,
@@ -58,7 +59,8 @@ impl HorizonInputs {
 }
 
 /// The Freedman-type bound's parameters and value.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FreedmanBound {
     /// `λ = α^K h₀/δ`.
     pub lambda: f64,
@@ -146,7 +148,8 @@ pub fn deepest_start(threshold: f64, capacity: f64, x: &HorizonInputs, epsilon: 
 }
 
 /// The inverse design's question and answer.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct InverseDesign {
     /// The ε asked for.
     pub epsilon: f64,
@@ -156,7 +159,8 @@ pub struct InverseDesign {
 }
 
 /// Every horizon bound for one set of inputs: what `safegate bound` prints.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct HorizonReport {
     /// The inputs.
     pub inputs: HorizonInputs,

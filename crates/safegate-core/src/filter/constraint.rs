@@ -106,8 +106,9 @@ pub enum Constraint {
 }
 
 /// Which constraint bound a decision (for records and metrics).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "kebab-case"))]
 pub enum ConstraintKind {
     /// [`Constraint::Expectation`].
     Expectation,

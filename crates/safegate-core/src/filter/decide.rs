@@ -34,7 +34,8 @@ impl std::fmt::Display for FilterError {
 impl std::error::Error for FilterError {}
 
 /// One decision of the filter, with the record a reviewer needs.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Decision {
     /// The admitted rate `u*` [req/s], in `[0, u_max]`, always finite.
     pub admit_rate: f64,

@@ -5,8 +5,8 @@
 //! goes silent, each gate must decide on its own what to admit.
 //!
 //! - [`detector`]: failure detectors for the coordinator's heartbeats (φ accrual and a
-//!   plain timeout) and [`detector::sweep`], which measures their trade-off between false
-//!   suspicions and detection time.
+//!   plain timeout). Their trade-off between false suspicions and detection time is
+//!   measured by the simulator (`safegate_sim::heartbeat`).
 //! - [`lease`]: [`lease::GrantKeeper`], the per-gate state machine that turns the latest
 //!   grant, the coordinator's reachability and the local controller's proposal into the
 //!   limit to apply, under one of three loss-of-price policies (freeze, fall back, or the

@@ -1,7 +1,5 @@
 //! What a [`super::SafetyFilter`] is configured with, and the ranges it accepts.
 
-use serde::{Deserialize, Serialize};
-
 use crate::error::{check, RangeError};
 use crate::filter::{Backup, Barrier, Constraint};
 
@@ -52,8 +50,9 @@ pub struct SafetyConfig {
 /// service produces. [`Noise::Measured`] uses the variance of the measured net change of
 /// the queue per period once the window holds `min_periods` of them, and the Poisson prior
 /// only before (docs/math.md §Noise).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case", deny_unknown_fields))]
 pub enum Noise {
     /// `σ_q² = max(Var e, (λ̂ + ŝ + r̂)·dt)`: the measured variance, never below the Poisson
     /// prior.
@@ -103,8 +102,9 @@ impl SafetyConfig {
 /// over a discrete second input, solved by enumeration). On the seed's pool the curve peaks
 /// at `n = C`: capping there can double the service rate, which is what lets a pinned pool
 /// drain where no admission rule can.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
+#[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 pub struct ConcurrencyInput {
     /// Executors in the pool `P`, the cap when the nominal sets none (8), in `[1, 1e6]`.
     pub executors: u32,

@@ -1,11 +1,10 @@
 //! What the filter did, counted for reports (`verify`, `compare`) and metrics.
 
-use serde::Serialize;
-
 use crate::filter::{ConstraintKind, Decision};
 
 /// Interventions by the constraint that bound, one named counter per kind.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct BoundBy {
     /// [`ConstraintKind::Expectation`].
     pub expectation: u64,
@@ -60,7 +59,8 @@ impl BoundBy {
 }
 
 /// Counters of what the filter did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct FilterStats {
     /// Decisions taken (one per period).
     pub decisions: u64,

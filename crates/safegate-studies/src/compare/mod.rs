@@ -45,8 +45,8 @@ pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, ProbeCollapse
 pub use request::{run_duration, CompareRequest, DEFAULT_CURVE_TRAFFIC};
 
 use aggregate::{trace_metrics, Arm, ArmRuns, CaseFrame, RunResult, Trace};
-use safegate_core::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
 use safegate_sim::config::Config;
+use safegate_sim::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
 use safegate_sim::Mode;
 
 /// What to run.
@@ -164,7 +164,7 @@ fn filters(cc: &CompareConfig) -> Result<(Vec<SafetyConfig>, SafetyConfig), Comp
 
 /// Most samples of one compared run's series (the trace metrics read it, and the first
 /// seed's is kept for the figures): a longer run is recorded every `steps / 20 000`-th
-/// sample, so a 10⁶-s case holds 20 000 samples rather than 2·10⁷ (it aborted at 2 GB).
+/// sample, so a 10⁶-s case holds 20 000 samples rather than 2·10⁷ (about 2 GB).
 /// The seed's 400 s at 50 ms is 8 000 samples: recorded whole.
 pub const MAX_TRACE_SAMPLES: u64 = 20_000;
 

@@ -51,7 +51,7 @@ impl CheckOptions {
         // The draft boundary carries the horizon: it must be one a boundary file accepts,
         // from one decision period to MAX_STEPS of them.
         let period = Boundary::default().decision.period;
-        let longest = period * safegate_core::limits::MAX_STEPS;
+        let longest = period * safegate_sim::limits::MAX_STEPS;
         if !(self.horizon >= period && self.horizon <= longest) {
             return Err(format!(
                 "--horizon {}: must be between one decision period ({period} s) and {longest:.0} s, the horizons a boundary file accepts",

@@ -40,7 +40,7 @@ pub const MAX_PROMETHEUS_BYTES: u64 = 448 << 20;
 pub const MAX_LEVEL: f64 = safegate_core::error::check::MAX_CAPACITY;
 /// Largest rate read \[req/s\] (a counter's increase per second included): what a boundary's
 /// envelope accepts (1e7).
-pub const MAX_RATE: f64 = safegate_core::limits::MAX_RATE;
+pub const MAX_RATE: f64 = safegate_sim::limits::MAX_RATE;
 
 /// The signal the barrier reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

@@ -1,7 +1,7 @@
 //! What `safegate verify` asks for, checked into a [`VerifyConfig`].
 
+use safegate_sim::limits::{budget, MAX_GRID_POINTS, MAX_TRAJECTORY_STEPS, MAX_TRIALS};
 use safegate_core::boundary::Boundary;
-use safegate_core::limits::{budget, MAX_GRID_POINTS, MAX_TRAJECTORY_STEPS, MAX_TRIALS};
 use safegate_core::RangeError;
 
 use super::{Nominal, VerifyConfig};

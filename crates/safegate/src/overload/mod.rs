@@ -336,7 +336,7 @@ impl Settings {
             .sum();
         let flag = if s == Scenario::Bursts { "--burst-secs" } else { "--secs" };
         let value = if s == Scenario::Bursts { self.burst_secs } else { self.secs };
-        safegate_core::limits::budget(
+        safegate_sim::limits::budget(
             flag,
             value,
             requests,

@@ -16,12 +16,12 @@ use crate::run_cmd::{json_doc, json_stride, run_variants, toml_float, RunReport,
 
 /// Most simulation steps (`run.duration / run.dt`, per run) one request may ask for: 40×
 /// the embedded scenario's 8000, about 20 ms of fluid simulation. Tighter than
-/// [`MAX_STEPS`](safegate_core::limits::MAX_STEPS) because a page redraws on every slider
+/// [`MAX_STEPS`](safegate_sim::limits::MAX_STEPS) because a page redraws on every slider
 /// move.
 pub(crate) const MAX_SERVE_STEPS: f64 = 320_000.0;
 /// Most events of one stochastic run: its expected arrivals (peak `traffic.rate` ·
 /// `run.duration`) plus its health pieces and noise redraws, counted as
-/// [`Config::check_for`] counts them against [`MAX_EVENTS`](safegate_core::limits::MAX_EVENTS).
+/// [`Config::check_for`] counts them against [`MAX_EVENTS`](safegate_sim::limits::MAX_EVENTS).
 pub(crate) const MAX_SERVE_EVENTS: f64 = 2_000_000.0;
 /// Largest request body \[bytes\].
 pub(crate) const MAX_BODY_BYTES: usize = 64 * 1024;
@@ -233,7 +233,7 @@ fn check_size(scenario: &Scenario, cfg: &Config) -> Result<(), ApiError> {
     if steps > MAX_SERVE_STEPS {
         return Err(ApiError::too_large(format!(
             "run.duration / run.dt = {} / {} = {steps:.0} steps; the server runs at most {MAX_SERVE_STEPS:.0} per request (safegate run allows {:.0e})",
-            cfg.duration, cfg.dt, safegate_core::limits::MAX_STEPS
+            cfg.duration, cfg.dt, safegate_sim::limits::MAX_STEPS
         )));
     }
     if scenario.run.mode == Mode::Stochastic {

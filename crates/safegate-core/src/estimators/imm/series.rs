@@ -1,13 +1,12 @@
 //! The detector run over a whole series: the posterior at every step, the alarms and the
 //! periods in alarm (what `safegate detect` reports).
 
-use serde::Serialize;
-
 use super::{ImmConfig, TwoModeImm};
 use crate::error::RangeError;
 
 /// A fresh [`TwoModeImm`] run over a series of values.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct Detection {
     /// The posterior of the alternate mode after each value.
     pub posterior: Vec<f64>,
@@ -17,7 +16,7 @@ pub struct Detection {
     /// The 0-based steps at which an alarm run completes.
     pub alarms: Vec<usize>,
     /// Per alarm, `(first step of its run above the level, last step in alarm)`, inclusive.
-    #[serde(rename = "alarm_periods")]
+    #[cfg_attr(feature = "serde", serde(rename = "alarm_periods"))]
     pub periods: Vec<(usize, usize)>,
     /// Values that are not finite (missing, `NaN`): at those steps the filter only mixed.
     pub skipped: usize,
@@ -153,6 +152,7 @@ mod tests {
         assert_eq!(d.peak(), (0, f64::NEG_INFINITY));
     }
 
+    #[cfg(feature = "toml")]
     #[test]
     fn it_serialises_under_the_names_detect_prints() {
         let d = run_series(ImmConfig::default(), &[0.0, f64::NAN]).unwrap();
@@ -162,7 +162,8 @@ mod tests {
         }
     }
 
-    #[derive(Serialize)]
+    #[cfg(feature = "toml")]
+    #[derive(serde::Serialize)]
     struct Wrapper {
         d: Detection,
     }

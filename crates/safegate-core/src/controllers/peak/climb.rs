@@ -1,0 +1,166 @@
+//! The climb: where the next trial goes ([`Peak::next_probe`]) and what a finished trial
+//! decides ([`Peak::finish_trial`]: a probe won or lost, slow start ends, an app-limited
+//! trial drifts the limit up).
+
+use super::trial::{Stage, Trial};
+use super::Peak;
+
+/// Between two points of the same throughput, a lower limit wins when its service time is
+/// shorter by more than this share (and `latency_floor`) …
+const CHEAPER: f64 = 0.05;
+/// … and a higher one when its service time is longer by at most this share (or
+/// `latency_floor`).
+const NO_DEARER: f64 = 0.02;
+
+/// Most doublings of the hold between probe rounds (4 periods → 64 at most: 3.2 s at 50 ms).
+const MAX_CALM: u32 = 4;
+
+impl Peak {
+    /// Start a trial at grid point `i` measuring `len` periods (after a settle if the
+    /// limit changes).
+    fn go(&mut self, i: usize, len: u32) {
+        self.stage = if i == self.target { Stage::Measure } else { Stage::Settle(0) };
+        self.target = i;
+        self.trial = Trial::default();
+        self.trial_len = len;
+    }
+
+    /// The grid point `stride` steps from home in the current direction, if it differs
+    /// from home.
+    fn neighbour(&self, up: bool, stride: usize) -> Option<usize> {
+        let last = self.grid.len() - 1;
+        let i = if up { (self.home + stride).min(last) } else { self.home.saturating_sub(stride) };
+        (i != self.home).then_some(i)
+    }
+
+    /// The grid point nearest `2·home` above it, if home is not the top.
+    fn doubling(&self) -> Option<usize> {
+        let want = 2.0 * f64::from(self.grid[self.home]);
+        let above = self.home + 1;
+        if above >= self.grid.len() {
+            return None;
+        }
+        let j = self.grid.iter().rposition(|&g| f64::from(g) <= want).unwrap_or(above);
+        Some(j.max(above))
+    }
+
+    /// The next probe of the climb from home, or a hold at home if there is no other point.
+    fn next_probe(&mut self) {
+        let c = self.cfg;
+        if self.slow_start {
+            match self.doubling() {
+                Some(j) => return self.go(j, c.trial_periods),
+                None => {
+                    self.slow_start = false;
+                    self.up = false;
+                    self.stride = 1;
+                }
+            }
+        }
+        let probe = self.neighbour(self.up, self.stride).or_else(|| {
+            self.up = !self.up;
+            self.stride = 1;
+            self.neighbour(self.up, 1)
+        });
+        match probe {
+            Some(i) => self.go(i, c.trial_periods),
+            None => self.go(self.home, c.hold_periods),
+        }
+    }
+
+    /// A trial ended at `now`.
+    pub(super) fn finish_trial(&mut self, now: f64) {
+        let t = self.trial;
+        let i = self.target;
+        let saturated = t.periods > 0 && 2 * t.saturated >= t.periods;
+        if std::mem::take(&mut self.opening) && saturated {
+            // The load filled the maximum: overload. Start the climb low, where a
+            // collapsing backend is not deep in its collapse.
+            self.home = self.start;
+            self.slow_start = true;
+            self.up = true;
+            self.stride = 1;
+            return self.go(self.start, self.cfg.trial_periods);
+        }
+        if !saturated {
+            return self.app_limited(i, t.max_in_flight);
+        }
+        self.record(i, now);
+        if i == self.home {
+            return match self.usable(i, now) {
+                Some(_) => self.next_probe(),
+                None => self.go(i, self.cfg.trial_periods),
+            };
+        }
+        let Some(p) = self.usable(i, now) else {
+            // The noise guard: a probe is compared only once its bin holds enough samples.
+            return self.go(i, self.cfg.trial_periods);
+        };
+        let Some(h) = self.usable(self.home, now) else {
+            return self.go(self.home, self.cfg.trial_periods);
+        };
+        let tol = self.cfg.tolerance;
+        // Latency decides between points of the same throughput: a lower limit must buy a
+        // shorter service time (a queue past `W` workers), a higher one may cost none (a
+        // fast service, whose limit should be out of the way, not at the smallest point
+        // that carries today's load).
+        let (sp, sh) = (self.bins[i].service, self.bins[self.home].service);
+        let known = sp.is_finite() && sh.is_finite();
+        // Service time decides between two points of the same throughput: a lower limit
+        // wins when it is shorter by more than 5 % and `latency_floor`, a higher one when it
+        // is longer by at most 2 % or `latency_floor` (less than a grid step's 10 %, so a
+        // queue past `W` workers, whose service time grows with the limit, stops the climb).
+        let same = h > 0.0 && p >= (1.0 - tol) * h;
+        let better = p > (1.0 + tol) * h;
+        let floor = self.cfg.latency_floor;
+        let win = if i < self.home {
+            better || (same && known && sp < sh - (CHEAPER * sh).max(floor))
+        } else {
+            better || (same && known && sp <= sh + (NO_DEARER * sh).max(floor))
+        };
+        if win {
+            self.home = i;
+            self.losses = 0;
+            self.calm = 0;
+            if !self.slow_start {
+                self.stride = (2 * self.stride).min(self.max_stride);
+            }
+            return self.next_probe();
+        }
+        if self.slow_start {
+            // The doubling did not pay: the top is between home and the probe (or at home).
+            self.slow_start = false;
+            self.up = true;
+            self.losses = 0;
+        } else {
+            self.up = !self.up;
+            self.losses += 1;
+        }
+        self.stride = 1;
+        if self.losses >= 2 {
+            self.losses = 0;
+            let hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM));
+            self.calm += 1;
+            self.go(self.home, hold);
+        } else {
+            self.next_probe();
+        }
+    }
+
+    /// The trial at grid point `i` did not fill the limit: never lower it; drift up when
+    /// the load came near it.
+    fn app_limited(&mut self, i: usize, max_in_flight: f64) {
+        let mut h = self.home.max(i);
+        if h + 1 < self.grid.len() && max_in_flight >= (1.0 - self.cfg.step) * f64::from(self.grid[h]) {
+            h += 1;
+        }
+        self.home = h;
+        self.losses = 0;
+        self.calm = 0;
+        if !self.slow_start {
+            self.up = true;
+            self.stride = 1;
+        }
+        self.go(h, self.cfg.trial_periods);
+    }
+}

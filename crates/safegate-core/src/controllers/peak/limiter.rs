@@ -1,0 +1,147 @@
+//! The limiter itself: [`Peak`], its state, its constructor and accessors, and its
+//! [`Policy`] implementation (one decision: count the load, end a period when one is due,
+//! act on the limit).
+
+use super::config::{PeakConfig, MAX_LIMIT};
+use super::curve::{grid, Bin};
+use super::trial::{PeriodLoad, Stage, Trial};
+use crate::controllers::{check_limits, Sampler};
+use crate::error::check;
+use crate::policy::{Action, Observation, Policy};
+use crate::RangeError;
+
+/// The throughput-climbing limiter (see the module docs).
+///
+/// # Examples
+///
+/// ```
+/// use safegate_core::controllers::{Actuator, Peak, PeakConfig, Setting};
+/// use safegate_core::{Observation, Policy};
+///
+/// let setting = Setting { capacity: 256.0, executors: 256, period: 0.05 };
+/// let cfg = PeakConfig::for_setting(Actuator::Executors, &setting);
+/// // It opens at the maximum: a load that never fills it is never shed …
+/// let mut p = Peak::new(cfg).unwrap();
+/// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(256));
+/// // … and climbs from 8 once one does (or from the start, with the opening off).
+/// let mut p = Peak::new(PeakConfig { open_start: false, ..cfg }).unwrap();
+/// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(8));
+/// ```
+#[derive(Debug, Clone)]
+pub struct Peak {
+    pub(super) cfg: PeakConfig,
+    pub(super) grid: Vec<u32>,
+    pub(super) bins: Vec<Bin>,
+    /// Grid steps in one doubling of the limit (the momentum's cap).
+    pub(super) max_stride: usize,
+    pub(super) home: usize,
+    pub(super) target: usize,
+    pub(super) slow_start: bool,
+    pub(super) up: bool,
+    pub(super) stride: usize,
+    pub(super) losses: u8,
+    /// The opening trial at the maximum is running (see [`PeakConfig::open_start`]).
+    pub(super) opening: bool,
+    /// The grid point of `initial_limit`, where the climb starts.
+    pub(super) start: usize,
+    /// Probe rounds in a row that confirmed home: each doubles the next hold, up to
+    /// `2^MAX_CALM` times `hold_periods` (probing costs throughput; a settled climb probes
+    /// less often). Reset by a move, an app-limited trial or a shift of home's rate.
+    pub(super) calm: u32,
+    pub(super) stage: Stage,
+    pub(super) trial: Trial,
+    pub(super) trial_len: u32,
+    pub(super) sampler: Sampler,
+    pub(super) load: PeriodLoad,
+    pub(super) admitted0: f64,
+}
+
+impl Peak {
+    /// A limiter with `cfg`, range-checked.
+    pub fn new(cfg: PeakConfig) -> Result<Self, RangeError> {
+        check_limits(cfg.min_limit, cfg.initial_limit, cfg.max_limit)?;
+        check::within("max_limit", cfg.max_limit, cfg.min_limit, MAX_LIMIT, "[min_limit, 1e6]")?;
+        check::within("step", cfg.step, 0.05, 1.0, "[0.05, 1]")?;
+        check::within("tolerance", cfg.tolerance, 0.0, 0.5, "[0, 0.5]")?;
+        check::positive("interval", cfg.interval)?;
+        check::within("trial_periods", f64::from(cfg.trial_periods), 1.0, 1e6, "[1, 1e6]")?;
+        check::within("hold_periods", f64::from(cfg.hold_periods), 1.0, 1e6, "[1, 1e6]")?;
+        check::non_negative("min_completions", cfg.min_completions)?;
+        check::within("min_samples", f64::from(cfg.min_samples), 1.0, 1e6, "[1, 1e6]")?;
+        check::gain("weight", cfg.weight)?;
+        check::positive("max_age", cfg.max_age)?;
+        check::positive("shift", cfg.shift)?;
+        check::non_negative("latency_floor", cfg.latency_floor)?;
+        let grid = grid(cfg.min_limit.floor() as u32, cfg.max_limit.floor() as u32, cfg.step);
+        let start = grid.iter().rposition(|&g| f64::from(g) <= cfg.initial_limit).unwrap_or(0);
+        let home = if cfg.open_start { grid.len() - 1 } else { start };
+        let max_stride = (2f64.ln() / (1.0 + cfg.step).ln()).ceil().max(1.0) as usize;
+        Ok(Self {
+            bins: vec![Bin::default(); grid.len()],
+            grid,
+            max_stride,
+            home,
+            target: home,
+            slow_start: !cfg.open_start,
+            up: true,
+            stride: 1,
+            losses: 0,
+            opening: cfg.open_start,
+            start,
+            calm: 0,
+            stage: Stage::Measure,
+            trial: Trial::default(),
+            trial_len: cfg.trial_periods,
+            sampler: Sampler::new(cfg.interval),
+            load: PeriodLoad::default(),
+            admitted0: f64::NAN,
+            cfg,
+        })
+    }
+
+    /// The limit in force.
+    pub fn limit(&self) -> u32 {
+        self.grid[self.target]
+    }
+
+    /// The limit the climb holds (the one probes are compared with).
+    pub fn home(&self) -> u32 {
+        self.grid[self.home]
+    }
+
+    /// Whether it is still in slow start.
+    pub fn in_slow_start(&self) -> bool {
+        self.slow_start
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &PeakConfig {
+        &self.cfg
+    }
+}
+
+impl Policy for Peak {
+    fn decide(&mut self, obs: &Observation) -> Action {
+        let limit = f64::from(self.limit());
+        if let Some(v) = self.cfg.actuator.in_flight(obs) {
+            self.load.decisions += 1;
+            self.load.pressed += u32::from(v >= 1.0 && v >= limit - 1.0);
+            self.load.max_in_flight = self.load.max_in_flight.max(v);
+        }
+        if self.admitted0.is_nan() {
+            self.admitted0 = obs.admitted;
+        }
+        if let Some(w) = self.sampler.poll(obs, 0.0) {
+            // Requests turned away in the period (NaN, so none, on garbage counters).
+            let rejected = w.delta.offered - (obs.admitted - self.admitted0);
+            let busy = (w.delta.latency - w.delta.wait).max(0.0);
+            self.admitted0 = obs.admitted;
+            self.end_period(w.elapsed, w.delta.completed, busy, rejected, obs);
+        }
+        self.cfg.actuator.action(self.limit(), obs)
+    }
+
+    fn name(&self) -> &'static str {
+        "peak"
+    }
+}

@@ -1,0 +1,333 @@
+use super::super::testing::assert_survives_garbage;
+use super::curve::grid;
+use super::*;
+use crate::controllers::{Actuator, Setting};
+use crate::policy::{Observation, Policy};
+use crate::estimators::test_rng::SplitMix;
+
+/// A backend whose service time grows past a knee: `base·max(1, (n/knee)²)`
+/// (collapsing: throughput `n/S(n)` peaks at the knee and falls as `knee²/(base·n)`)
+/// or `base·max(1, n/knee)` (flat: `knee` workers, throughput flat past them).
+#[derive(Debug, Clone, Copy)]
+struct Backend {
+    base: f64,
+    knee: f64,
+    flat: bool,
+}
+
+impl Backend {
+    fn collapsing(base: f64, knee: f64) -> Self {
+        Self { base, knee, flat: false }
+    }
+
+    fn service(&self, n: f64) -> f64 {
+        let r = (n / self.knee).max(1.0);
+        self.base * if self.flat { r } else { r * r }
+    }
+
+    /// The top of the curve \[req/s\].
+    fn peak(&self) -> f64 {
+        self.knee / self.base
+    }
+}
+
+/// A closed-loop fluid model of the tower layer in reject mode: `lambda` req/s offered,
+/// admitted while fewer than the limit are in service (the rest rejected at once), each
+/// 1-ms step completing `n·dt/S(n)`.
+struct Model {
+    obs: Observation,
+    n: f64,
+    lambda: f64,
+    backend: Backend,
+    /// Multiplicative noise on each step's completions, uniform in `1 ± noise`.
+    noise: f64,
+    rng: SplitMix,
+}
+
+const DT: f64 = 0.001;
+
+/// What a run saw: `(time, limit)` at every decision and `(time, completed, offered,
+/// admitted)` at every step.
+#[derive(Default)]
+struct Trace {
+    limits: Vec<(f64, u32)>,
+    counts: Vec<(f64, f64, f64, f64)>,
+}
+
+impl Trace {
+    /// Delivered throughput over `[t0, t1]` \[req/s\].
+    fn throughput(&self, t0: f64, t1: f64) -> f64 {
+        let at = |t: f64| self.counts.iter().find(|c| c.0 >= t - 1e-9).unwrap_or(self.counts.last().unwrap()).1;
+        (at(t1) - at(t0)) / (t1 - t0)
+    }
+
+    /// Requests turned away over `[t0, t1]`.
+    fn rejected(&self, t0: f64, t1: f64) -> f64 {
+        let at = |t: f64| {
+            let c = self.counts.iter().find(|c| c.0 >= t - 1e-9).unwrap_or(self.counts.last().unwrap());
+            c.2 - c.3
+        };
+        at(t1) - at(t0)
+    }
+
+    /// The limits decided over `[t0, t1]`: (lowest, highest).
+    fn range(&self, t0: f64, t1: f64) -> (u32, u32) {
+        let ls = self.limits.iter().filter(|l| l.0 >= t0 && l.0 <= t1).map(|l| l.1);
+        (ls.clone().min().unwrap(), ls.max().unwrap())
+    }
+
+    /// The last time before `t1` a limit outside `[lo, hi]` was in force (`t0` if none since).
+    fn settled_since(&self, t0: f64, t1: f64, lo: f64, hi: f64) -> f64 {
+        self.limits
+            .iter()
+            .filter(|l| l.0 >= t0 && l.0 <= t1 && !(lo..=hi).contains(&f64::from(l.1)))
+            .map(|l| l.0)
+            .fold(t0, f64::max)
+    }
+}
+
+impl Model {
+    fn new(lambda: f64, backend: Backend) -> Self {
+        Self { obs: Observation::new(0.0, 0.0, 256.0), n: 0.0, lambda, backend, noise: 0.0, rng: SplitMix(11) }
+    }
+
+    /// Run `p` until `until` seconds, deciding every `every` steps; the limit in force
+    /// caps the requests in service.
+    fn run(&mut self, p: &mut Peak, until: f64, every: u64, trace: &mut Trace) {
+        let mut k = 0u64;
+        while self.obs.now < until - 1e-9 {
+            let limit = f64::from(p.limit());
+            let s = self.backend.service(self.n);
+            let jitter = 1.0 + self.noise * (2.0 * self.rng.next_f64() - 1.0);
+            let done = (self.n * DT / s * jitter).min(self.n);
+            self.n -= done;
+            let arrivals = self.lambda * DT;
+            let admit = arrivals.min((limit - self.n).max(0.0));
+            self.n += admit;
+            let o = &mut self.obs;
+            o.now = ((o.now + DT) * 1e6).round() / 1e6;
+            o.completed += done;
+            o.latency_total += done * s;
+            o.offered += arrivals;
+            o.admitted += admit;
+            o.queue = self.n;
+            o.in_service = self.n;
+            if k % every == 0 {
+                let a = p.decide(o);
+                if p.config().actuator == Actuator::Executors {
+                    assert_eq!(a.concurrency, Some(p.limit()));
+                }
+                trace.limits.push((o.now, p.limit()));
+            }
+            trace.counts.push((o.now, o.completed, o.offered, o.admitted));
+            k += 1;
+        }
+    }
+}
+
+/// The tower layer's setting for a 256-request pool, 50-ms decisions.
+fn pool(actuator: Actuator) -> Peak {
+    let s = Setting { capacity: 256.0, executors: 256, period: 0.05 };
+    let cfg = PeakConfig::for_setting(actuator, &s);
+    assert_eq!((cfg.initial_limit, cfg.max_limit), (8.0, 256.0));
+    Peak::new(cfg).unwrap()
+}
+
+#[test]
+fn grid_is_geometric_and_spans_the_bounds() {
+    assert_eq!(grid(1, 45, 0.1), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17, 19, 21, 23, 25, 28, 31, 34, 37, 41, 45]);
+    assert_eq!(grid(10, 10, 0.1), [10]);
+    assert_eq!(grid(0, 3, 1.0), [1, 2, 3]);
+    assert!(grid(1, 1_000_000, 0.05).len() < 300);
+}
+
+/// On the collapsing curve (knee 32, 10 ms: peak 3200 req/s) offered 1.5× and 3× its
+/// peak, from a pool of 256: settled near the knee within 5 s, ≥ 90 % of the peak.
+#[test]
+fn overload_on_a_collapsing_curve_settles_at_the_knee() {
+    let b = Backend::collapsing(0.01, 32.0);
+    for actuator in [Actuator::Executors, Actuator::InFlight] {
+        // Every millisecond (the simulator's arrivals) and once per period (the tower).
+        for every in [1, 50] {
+            for (load, preloaded) in [(1.5, false), (3.0, false), (3.0, true)] {
+                let mut p = pool(actuator);
+                let mut m = Model::new(load * b.peak(), b);
+                if preloaded {
+                    m.n = 256.0; // deep in collapse when the controller takes over
+                }
+                let mut t = Trace::default();
+                m.run(&mut p, 5.0, every, &mut t);
+                let (lo, hi) = t.range(2.5, 5.0);
+                let share = t.throughput(2.5, 5.0) / b.peak();
+                let since = t.settled_since(0.0, 5.0, 0.8 * 32.0, 1.25 * 32.0);
+                println!(
+                    "{}/every {every}/{load}x{}: limits [{lo}, {hi}] over 2.5–5 s, in band since {since:.2} s, {:.1} % of peak, home {}",
+                    actuator.name(),
+                    if preloaded { " preloaded" } else { "" },
+                    100.0 * share,
+                    p.home()
+                );
+                assert!(since <= 2.5 && lo as f64 >= 25.6 && hi as f64 <= 40.0, "limits [{lo}, {hi}]");
+                assert!(share >= 0.9, "{share}");
+            }
+        }
+    }
+}
+
+/// The same with every millisecond's completions off by up to ±50 % (uniform): a
+/// period's rate is off by ~2 %, so probes see noise near the tolerance.
+#[test]
+fn a_noisy_backend_still_settles_at_the_knee() {
+    let b = Backend::collapsing(0.01, 32.0);
+    for (load, seed) in [(1.5, 1), (3.0, 2), (3.0, 3)] {
+        let mut p = pool(Actuator::Executors);
+        let mut m = Model::new(load * b.peak(), b);
+        m.noise = 0.5;
+        m.rng = SplitMix(seed);
+        let mut t = Trace::default();
+        m.run(&mut p, 10.0, 1, &mut t);
+        let (lo, hi) = t.range(2.5, 10.0);
+        let share = t.throughput(2.5, 10.0) / b.peak();
+        println!("noisy/{load}x/seed {seed}: limits [{lo}, {hi}] over 2.5–10 s, {:.1} % of peak", 100.0 * share);
+        // The range includes probes, a grid step or two either side of home.
+        assert!(lo as f64 >= 24.0 && hi as f64 <= 40.0, "limits [{lo}, {hi}]");
+        assert!(share >= 0.9, "{share}");
+    }
+}
+
+/// Flat past 32 workers: a bigger limit adds latency, not throughput; it settles at
+/// most 1.5× the knee.
+#[test]
+fn a_flat_curve_settles_near_its_knee() {
+    let b = Backend { base: 0.01, knee: 32.0, flat: true };
+    for load in [1.5, 3.0] {
+        let mut p = pool(Actuator::Executors);
+        let mut m = Model::new(load * b.peak(), b);
+        let mut t = Trace::default();
+        m.run(&mut p, 5.0, 1, &mut t);
+        let (lo, hi) = t.range(2.5, 5.0);
+        let share = t.throughput(2.5, 5.0) / b.peak();
+        println!("flat/{load}x: limits [{lo}, {hi}] over 2.5–5 s, {:.1} % of peak, home {}", 100.0 * share, p.home());
+        // Probes below the knee (momentum) may reach 0.7 W; the throughput share is what
+        // they cost.
+        assert!(hi as f64 <= 1.5 * 32.0 && lo >= 22, "[{lo}, {hi}]");
+        assert!(share >= 0.9, "{share}");
+    }
+}
+
+/// At 30 % of the peak it admits everything once past its start (8 in, 9.6 needed),
+/// and the limit never falls.
+#[test]
+fn light_load_is_never_limited() {
+    let b = Backend::collapsing(0.01, 32.0);
+    let mut p = pool(Actuator::Executors);
+    let mut m = Model::new(0.3 * b.peak(), b);
+    let mut t = Trace::default();
+    m.run(&mut p, 10.0, 1, &mut t);
+    let rejected = t.rejected(1.0, 10.0);
+    let total = t.rejected(0.0, 10.0) / m.obs.offered;
+    println!("light: {rejected:.3} rejected after 1 s, {:.2} % overall, limit {}", 100.0 * total, p.limit());
+    assert!(rejected.abs() < 1e-6, "{rejected}");
+    assert!(total < 0.01, "{total}");
+    assert!(t.limits.windows(2).all(|w| w[1].1 >= w[0].1), "the limit fell");
+    assert!((t.throughput(1.0, 10.0) / (0.3 * b.peak()) - 1.0).abs() < 0.01);
+}
+
+/// The backend's service time doubles and its knee halves mid-run (peak 3200 → 800),
+/// then recovers: the limit follows within 5 s each time.
+#[test]
+fn a_health_step_is_followed() {
+    let healthy = Backend::collapsing(0.01, 32.0);
+    let sick = Backend::collapsing(0.02, 16.0);
+    for load in [1.5, 3.0] {
+        let mut p = pool(Actuator::Executors);
+        let mut m = Model::new(load * healthy.peak(), healthy);
+        let mut t = Trace::default();
+        m.run(&mut p, 5.0, 1, &mut t);
+        m.backend = sick;
+        m.run(&mut p, 12.0, 1, &mut t);
+        let since = t.settled_since(5.0, 12.0, 0.8 * 16.0, 1.25 * 16.0);
+        let (lo, hi) = t.range(10.0, 12.0);
+        let share = t.throughput(10.0, 12.0) / sick.peak();
+        println!(
+            "step/{load}x: in [12.8, 20] from {since:.2} s (step at 5 s), limits [{lo}, {hi}] over 10–12 s, {:.1} % of peak",
+            100.0 * share
+        );
+        assert!(since <= 10.0, "{since}");
+        assert!(share >= 0.9, "{share}");
+        m.backend = healthy;
+        m.run(&mut p, 19.0, 1, &mut t);
+        let since = t.settled_since(12.0, 19.0, 0.8 * 32.0, 1.25 * 32.0);
+        let share = t.throughput(17.0, 19.0) / healthy.peak();
+        println!("recovery/{load}x: in [25.6, 40] from {since:.2} s (step at 12 s), {:.1} % of peak", 100.0 * share);
+        assert!(since <= 17.0, "{since}");
+        assert!(share >= 0.9, "{share}");
+    }
+}
+
+#[test]
+fn bounds_are_respected() {
+    let b = Backend::collapsing(0.01, 32.0);
+    // A maximum below the knee: it climbs to the maximum and holds it.
+    let cfg = PeakConfig { actuator: Actuator::Executors, max_limit: 20.0, ..PeakConfig::default() };
+    let mut p = Peak::new(cfg).unwrap();
+    let mut m = Model::new(2.0 * b.peak(), b);
+    let mut t = Trace::default();
+    m.run(&mut p, 5.0, 1, &mut t);
+    assert_eq!(t.range(2.5, 5.0).1, 20);
+    assert!(t.limits.iter().all(|l| l.1 <= 20));
+    // A minimum above the knee: it never goes below it. (Closed start: the fluid model
+    // never abandons a request, so an opening at the maximum of 1000 would take ~10 s
+    // to drain; the tower's clients give up and cancel.)
+    let cfg = PeakConfig {
+        actuator: Actuator::Executors,
+        min_limit: 40.0,
+        initial_limit: 40.0,
+        open_start: false,
+        ..PeakConfig::default()
+    };
+    let mut p = Peak::new(cfg).unwrap();
+    let mut m = Model::new(2.0 * b.peak(), b);
+    let mut t = Trace::default();
+    m.run(&mut p, 5.0, 1, &mut t);
+    assert_eq!(t.range(2.5, 5.0).0, 40);
+    // The setting's pool of 8 on executors: a grid of 1..=8, starting at 8.
+    let p = Peak::new(PeakConfig::for_setting(Actuator::Executors, &Setting::default())).unwrap();
+    assert_eq!((p.limit(), p.grid.len()), (8, 8));
+}
+
+#[test]
+fn the_curve_learns_the_peak() {
+    let b = Backend::collapsing(0.01, 32.0);
+    let mut p = pool(Actuator::Executors);
+    let mut m = Model::new(3.0 * b.peak(), b);
+    m.run(&mut p, 5.0, 1, &mut Trace::default());
+    let best = p.curve().max_by(|a, b| a.rate.total_cmp(&b.rate)).unwrap();
+    assert!((28..=37).contains(&best.limit), "{best:?}");
+    assert!((best.rate / b.peak() - 1.0).abs() < 0.1, "{best:?}");
+    assert!((best.service / b.service(f64::from(best.limit)) - 1.0).abs() < 0.15, "{best:?}");
+    assert!(!p.in_slow_start());
+}
+
+#[test]
+fn bad_config_is_refused() {
+    let d = PeakConfig::default();
+    let field = |c: PeakConfig| Peak::new(c).unwrap_err().field;
+    assert_eq!(field(PeakConfig { max_limit: 2e6, ..d }), "max_limit");
+    assert_eq!(field(PeakConfig { initial_limit: 0.5, ..d }), "initial_limit");
+    assert_eq!(field(PeakConfig { step: 0.01, ..d }), "step");
+    assert_eq!(field(PeakConfig { tolerance: f64::NAN, ..d }), "tolerance");
+    assert_eq!(field(PeakConfig { interval: 0.0, ..d }), "interval");
+    assert_eq!(field(PeakConfig { trial_periods: 0, ..d }), "trial_periods");
+    assert_eq!(field(PeakConfig { weight: 0.0, ..d }), "weight");
+    assert_eq!(field(PeakConfig { shift: -1.0, ..d }), "shift");
+    assert_eq!(field(PeakConfig { min_samples: 0, ..d }), "min_samples");
+}
+
+#[test]
+fn garbage_never_yields_a_bad_action() {
+    assert_survives_garbage(&mut Peak::new(PeakConfig::default()).unwrap());
+    let mut p = Peak::new(PeakConfig::for_setting(Actuator::Executors, &Setting::default())).unwrap();
+    assert_survives_garbage(&mut p);
+    assert!((1..=8).contains(&p.limit()));
+}

@@ -1,0 +1,84 @@
+//! Measuring: one period's load ([`PeriodLoad`]), a trial's sums ([`Trial`]), the settle
+//! before a trial ([`Stage`]), and [`Peak::end_period`], which feeds a period into the trial
+//! and ends the trial when it has enough.
+
+use super::Peak;
+use crate::policy::Observation;
+
+/// Periods a trial waits at most for the load to come down to a lowered limit.
+const MAX_SETTLE_PERIODS: u32 = 10;
+
+/// Periods a trial measures at most while waiting for its completions (then it ends with
+/// what it has).
+const MAX_TRIAL_PERIODS: u32 = 40;
+
+/// One period's load, seen at every decision.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct PeriodLoad {
+    pub(super) decisions: u32,
+    pub(super) pressed: u32,
+    pub(super) max_in_flight: f64,
+}
+
+/// A trial's accumulated measurements.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Trial {
+    pub(super) periods: u32,
+    pub(super) saturated: u32,
+    pub(super) completed: f64,
+    pub(super) elapsed: f64,
+    pub(super) busy: f64,
+    pub(super) max_in_flight: f64,
+}
+
+/// Where a trial is: settling to its limit, or measuring.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Stage {
+    /// Waiting for the load to come down to a new limit (periods waited).
+    Settle(u32),
+    /// Measuring.
+    Measure,
+}
+
+impl Peak {
+    /// One period ended at the observation `obs` with `rejected` requests turned away in it.
+    pub(super) fn end_period(&mut self, elapsed: f64, completed: f64, busy: f64, rejected: f64, obs: &Observation) {
+        let load = std::mem::take(&mut self.load);
+        let limit = f64::from(self.limit());
+        match self.stage {
+            Stage::Settle(waited) => {
+                let down = self.cfg.actuator.in_flight(obs).map_or(true, |v| v <= limit);
+                self.stage = if down || waited + 1 >= MAX_SETTLE_PERIODS { Stage::Measure } else { Stage::Settle(waited + 1) };
+            }
+            Stage::Measure => {
+                let pressed_most = load.decisions > 0 && 2 * load.pressed >= load.decisions;
+                let turned_away = rejected > 0.5 && load.pressed > 0;
+                let t = &mut self.trial;
+                t.periods += 1;
+                t.saturated += u32::from(pressed_most || turned_away);
+                t.completed += completed;
+                t.elapsed += elapsed;
+                t.busy += busy;
+                t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
+                let enough = t.periods >= self.trial_len && t.completed >= self.cfg.min_completions;
+                // A long hold at home ends early when home's rate moves off its record (a
+                // health change): the climb starts probing again at once.
+                let (rate, periods, done) = (t.completed / t.elapsed, t.periods, t.completed);
+                let shifted = self.target == self.home
+                    && periods >= self.cfg.trial_periods
+                    && done >= self.cfg.min_completions
+                    && self.usable(self.home, obs.now).is_some_and(|h| (rate - h).abs() > self.cfg.shift * rate.max(h));
+                if shifted {
+                    self.calm = 0;
+                }
+                // The opening ends at its first saturated period: the load filled the
+                // maximum, which is all it asks (every period more there is deep in a
+                // collapsing backend's collapse).
+                let opened = self.opening && self.trial.saturated > 0;
+                if enough || shifted || opened || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
+                    self.finish_trial(obs.now);
+                }
+            }
+        }
+    }
+}
