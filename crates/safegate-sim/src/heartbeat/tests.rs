@@ -62,31 +62,3 @@ fn sweep_refuses_bad_input() {
     let s = Sweep::standard(jittery(Pauses::OneIn { k: 0, length: 1.0 }), 1.0, 1);
     assert!(sweep(&s).is_err());
 }
-
-/// Prints the trade-off tables of docs/fleet.md:
-/// `cargo test -p safegate-sim --release heartbeat::tests::print_tradeoff -- --ignored --nocapture`.
-#[test]
-#[ignore]
-fn print_tradeoff() {
-    let pareto = jittery(Pauses::Pareto { probability: 0.01, scale: 0.5, shape: 1.5 });
-    for (process, pause) in [(pareto, 3.0), (pareto, 0.0), (jittery(Pauses::None), 3.0)] {
-        let mut s = Sweep::standard(process, 200.0, 2026);
-        s.phi.acceptable_pause = pause;
-        println!("\n{:?}, acceptable pause {pause} s", process.pauses);
-        println!("| detector | threshold | false suspicions / h | detection mean [s] | detection p99 [s] |");
-        println!("|---|---|---|---|---|");
-        for r in sweep(&s).unwrap() {
-            if r.detector == DetectorKind::Timeout && pause == 0.0 {
-                continue;
-            }
-            let name = match r.detector {
-                DetectorKind::Phi => "φ",
-                DetectorKind::Timeout => "timeout (intervals)",
-            };
-            println!(
-                "| {name} | {} | {:.3} | {:.2} | {:.2} |",
-                r.threshold, r.false_per_hour, r.detection_mean, r.detection_p99
-            );
-        }
-    }
-}

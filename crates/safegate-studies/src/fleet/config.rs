@@ -1,7 +1,7 @@
 //! A resolved fleet: the gates, the shared downstream, the optional coordination price.
 
-use safegate_sim::limits::{budget, MAX_RATE, MAX_STEPS};
 use safegate_core::error::{check, RangeError};
+use safegate_sim::limits::{budget, MAX_RATE, MAX_STEPS};
 use serde::{Deserialize, Serialize};
 
 use safegate_sim::health::{HealthSchedule, HealthTrack};

@@ -1,8 +1,8 @@
 //! What `safegate verify` asks for, checked into a [`VerifyConfig`].
 
-use safegate_sim::limits::{budget, MAX_GRID_POINTS, MAX_TRAJECTORY_STEPS, MAX_TRIALS};
 use safegate_core::boundary::Boundary;
 use safegate_core::RangeError;
+use safegate_sim::limits::{budget, MAX_GRID_POINTS, MAX_TRAJECTORY_STEPS, MAX_TRIALS};
 
 use super::{Nominal, VerifyConfig};
 use safegate_sim::scenario::GateSection;
