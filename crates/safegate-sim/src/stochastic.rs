@@ -373,8 +373,9 @@ pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunO
 /// clears more keeps a uniform sample of them (J. S. Vitter, "Random sampling with a
 /// reservoir", ACM TOMS 11(1), 1985, Algorithm R), drawn from a generator of its own so the
 /// model's random stream is unchanged: every run up to a million completions (the seed's
-/// 400 s clear about 20 000) has exact quantiles, and a 10⁶-s run no longer holds 200 MB of
-/// them (400 MB at the event budget, twice that while the vector grows).
+/// 400 s clear about 20 000) has exact quantiles, and a 10⁶-s run keeps at most 4 MB of sojourns where
+/// all of them would take 200 MB (400 MB at the event budget, twice that while the vector
+/// grows).
 const MAX_SOJOURNS: usize = 1 << 20;
 
 #[derive(Default)]

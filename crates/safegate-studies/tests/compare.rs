@@ -1,4 +1,4 @@
-//! Acceptance of `safegate compare` (issue 5): the concurrency actuator drains where
+//! Acceptance of `safegate compare`: the concurrency actuator drains where
 //! admission cannot, and the filter holds ε for every policy inside the envelope.
 
 use safegate_core::boundary::Boundary;

@@ -1,8 +1,8 @@
-//! Repeated bursts through one layer (issue 14's lock-up): an open-loop load 1.5× above the
-//! contended handler's peak, three bursts with idle gaps between them, in both modes.
-//! Before the fix, each burst after a pause began with about two seconds of the backup
-//! rejecting everything (goodput 309, then 180, then 185 req/s on the axum example): the
-//! one decision across the gap pushed the whole gap's predicted growth into the σ window.
+//! Repeated bursts through one layer: an open-loop load 1.5× above the contended handler's
+//! peak, three bursts with idle gaps between them, in both modes. A layer that took the one
+//! decision across a gap as a surprise of the whole gap's predicted growth would fill its
+//! σ window with it and begin each later burst with about two seconds of the backup
+//! rejecting everything; each burst here must get the goodput of the first.
 //!
 //! Real time, in process (no sockets); about 10 s on two cores.
 #![cfg(not(loom))]

@@ -187,8 +187,8 @@ fn a_draft_never_replaces_a_binary_file_a_device_or_anything_not_drafted() {
     }
     assert_eq!(std::fs::read(d.join("precious.bin")).unwrap(), precious);
     assert_eq!(std::fs::read(d.join("latin1.toml")).unwrap(), [b'#', b' ', 0xe9, b'\n']);
-    // A device is not a regular file: refused at once, not read (it used to read 1 GB of
-    // /dev/zero, then report the draft written there).
+    // A device is not a regular file: refused at once, not read (reading /dev/zero would
+    // take a gigabyte before the byte cap, then write a draft there).
     let t = std::time::Instant::now();
     let out = safegate_in(&d, &["boundary", "check", &clean, "--draft", "/dev/zero"]);
     assert_eq!(out.status.code(), Some(2));

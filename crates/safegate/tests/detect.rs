@@ -169,7 +169,7 @@ fn a_series_shorter_than_the_run_is_inconclusive() {
 
 #[test]
 fn inputs_are_bounded_in_bytes_and_values() {
-    // A device is read up to the byte cap, then refused (it used to be read until memory ran out).
+    // A device is read up to the byte cap, then refused (not read until memory runs out).
     let out = safegate(&["detect", "--input", "/dev/zero"]);
     assert_eq!(out.status.code(), Some(2));
     let err = stderr(&out);

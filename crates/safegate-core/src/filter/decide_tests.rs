@@ -4,7 +4,7 @@ use super::*;
 use proptest::prelude::*;
 
 /// The constraint variants are public; one built by hand with a parameter out of range
-/// is refused (`Filter::new` used to accept κ = −50 and loosen every bound).
+/// is refused (a κ of −50 would loosen every bound).
 #[test]
 fn a_hand_built_constraint_out_of_range_is_refused() {
     let b = Barrier::new(0.7, 200.0).unwrap();

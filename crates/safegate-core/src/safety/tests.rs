@@ -150,7 +150,7 @@ fn learned_bins_drive_the_cap() {
 /// come), the same burst again: the second burst is decided as the first was. Before
 /// gaps were skipped, the one decision across the gap pushed a surprise of the whole gap's
 /// predicted growth into the σ window, and for the window's 40 periods (2 s) no admission
-/// was safe: the tower layer's lock-up after a pause (issue 14).
+/// was safe: the tower layer locked up after a pause.
 #[test]
 fn an_idle_gap_between_bursts_leaves_the_noise_estimate_alone() {
     let cfg = crate::boundary::Boundary::default().safety_config(200.0).unwrap();
