@@ -6,7 +6,6 @@ use safegate_core::error::check;
 use safegate_core::RangeError;
 use safegate_sim::Pool;
 
-
 /// Concurrency levels as multiples of `C`: 1, 2, 4, 6, 8, 10, 12, 16, 20, 24, 32, 48, 64 at
 /// the seed's `C = 4`.
 pub const DEFAULT_MULTIPLES: [f64; 13] = [0.25, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 4.0, 5.0, 6.0, 8.0, 12.0, 16.0];

@@ -26,8 +26,8 @@ mod types;
 mod usl;
 
 pub use contention::{contention, fit_contention, ContentionFit};
-use curve::{prepare, quality};
 pub use curve::{fit_curve, MIN_TAIL_POINTS, TAIL_MULTIPLES};
+use curve::{prepare, quality};
 pub use tail::{student_t_975, tail_slope};
 pub use types::{CurveFit, FitError, Point, Quality, TailPoint, TailSlope};
 pub use usl::{fit_usl, usl, usl_local_exponent, UslFit};
