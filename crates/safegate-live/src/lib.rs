@@ -19,5 +19,5 @@ pub mod redis_server;
 pub mod run;
 pub mod throughput;
 
-pub use clock::ModelClock;
+pub use clock::{ModelClock, TimeSource};
 pub use error::LiveError;
