@@ -1,6 +1,5 @@
 //! The fleet's coordination price over Redis: one server-side script that every gate calls
-//! to publish its demand and heartbeat and to receive its grant with a lease (issue 16;
-//! docs/fleet.md).
+//! to publish its demand and heartbeat and to receive its grant with a lease (docs/fleet.md).
 //!
 //! **The price** is Kelly, Maulloo and Tan's dual algorithm ("Rate control for
 //! communication networks: shadow prices, proportional fairness and stability", J. Oper.

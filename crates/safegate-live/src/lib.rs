@@ -5,6 +5,20 @@
 //! downstream emulator serving at the model's contended rate, an open-loop load generator
 //! with retries, and a controller that runs the same decision core as the simulator and
 //! the tower layer. See `docs/live.md`.
+//!
+//! Modules:
+//!
+//! - [`clock`]: [`ModelClock`], model time on a wall or tokio clock ([`TimeSource`]).
+//! - [`backlog`]: the backlog in Redis, its scripts and accounting.
+//! - [`executor`]: the executor pool that serves the backlog.
+//! - [`downstream`]: the downstream emulator and its fault injection.
+//! - [`loadgen`]: the open-loop load generator with retries.
+//! - [`metrics`]: the `/metrics` endpoint.
+//! - [`redis_server`]: a private `redis-server` on a free port.
+//! - [`run`]: one live run, from start to report.
+//! - [`coord`] and [`fleet_gate`]: the fleet's price over Redis and one gate of a fleet.
+//! - [`throughput`]: falsification criterion F19, the throughput tail.
+//! - [`error`]: [`LiveError`].
 
 pub mod backlog;
 pub mod clock;
@@ -20,5 +34,5 @@ pub mod redis_server;
 pub mod run;
 pub mod throughput;
 
-pub use clock::ModelClock;
+pub use clock::{ModelClock, TimeSource};
 pub use error::LiveError;

@@ -1,4 +1,5 @@
-//! The processor-sharing scheduler: one dedicated OS thread, one virtual work clock.
+//! The processor-sharing scheduler's model: one virtual work clock for every request in
+//! service.
 //!
 //! With `n` requests in service at health `H(t)` each clears work at
 //! `r = H(t) · s · min(1, (C/n)²)` (docs/model.md, "The pool" and "Stochastic mode"), so all
@@ -6,14 +7,13 @@
 //! start) serves them all: a request entering at `W₀` with work `w` is done when `W` reaches
 //! `W₀ + w`. Targets sit in a min-heap. Between events `n` is constant and `H` is piecewise
 //! linear in model time, so `W` is integrated exactly and the next completion is solved in
-//! closed form (no time step). The thread waits with `recv_timeout` until that instant or
-//! the next message; a late wake-up delays the reply but not the model, since `W` is
-//! advanced completion by completion to the model time at which each one happened.
+//! closed form (no time step). How the scheduler waits for that instant is `driver.rs`'s
+//! job; a late wake-up delays the reply but not the model, since `W` is advanced completion
+//! by completion to the model time at which each one happened.
 
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering as AtomicOrdering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, TryRecvError};
+use std::sync::atomic::Ordering as AtomicOrdering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,75 +22,10 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use safegate_sim::{HealthTrack, Pool, Retries, ServiceLaw};
 use tokio::sync::oneshot;
 
+use super::channel::{Completion, Counters, Msg};
+use super::health::Health;
 use super::{Faults, Workers};
 use crate::ModelClock;
-
-/// Most pieces of the health schedule one solve or integration walks before it gives up
-/// and asks to be woken at the point it reached (a schedule at health 0 for a long time).
-const MAX_PIECES: usize = 4096;
-/// Longest single wait when nothing is due: the thread re-checks at least this often.
-const MAX_WAIT: Duration = Duration::from_millis(250);
-/// The last stretch before a due completion that the thread spends yielding rather than
-/// asleep, to wake on time (see [`receive`]).
-const SPIN: Duration = Duration::from_micros(150);
-
-/// How a request left service.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub(crate) struct Completion {
-    /// Answer 500 (the fault's `error_rate` drew it).
-    pub(crate) error: bool,
-    /// Wall time to add after service (the fault's `added_latency_ms`).
-    pub(crate) added_latency: Duration,
-    /// Not served: every worker busy and the queue full ([`Workers`]); answer 503.
-    pub(crate) full: bool,
-}
-
-/// What the scheduler thread is told.
-#[derive(Debug)]
-pub(crate) enum Msg {
-    /// A request enters service; the reply goes out when its work is done.
-    Submit(oneshot::Sender<Completion>),
-    /// New faults, in force from now on.
-    Faults(Faults),
-    /// Stop: waiting requests are dropped (their handlers answer 503).
-    Shutdown,
-}
-
-/// Counters the scheduler publishes (read by `Downstream::stats`).
-#[derive(Debug, Default)]
-pub(crate) struct Counters {
-    /// Requests in service now.
-    pub(crate) in_service: AtomicU32,
-    /// Requests whose service completed (including those answered 500).
-    pub(crate) served: AtomicU64,
-    /// Requests answered 500 by the `error_rate` fault.
-    pub(crate) errors: AtomicU64,
-    /// Timed wake-ups for a due completion.
-    pub(crate) wakes: AtomicU64,
-    /// Requests waiting for a worker now.
-    pub(crate) waiting: AtomicU32,
-    /// Requests turned away with every worker busy and the queue full.
-    pub(crate) full: AtomicU64,
-    /// Sum of their lateness past the due instant \[ns\].
-    pub(crate) late_ns: AtomicU64,
-    /// The largest lateness \[ns\].
-    pub(crate) max_late_ns: AtomicU64,
-    /// `∫ n dt` over model time up to `occupancy_at` \[request-seconds\], as `f64` bits.
-    pub(crate) occupancy: AtomicU64,
-    /// The model time `occupancy` is current at \[s\], as `f64` bits.
-    pub(crate) occupancy_at: AtomicU64,
-}
-
-impl Counters {
-    /// `∫ n dt` over model time up to `t` \[request-seconds\]: the published integral plus
-    /// the requests in service since (read without a lock, so a change between the loads
-    /// misplaces at most one event's share).
-    pub(crate) fn occupancy(&self, t: f64) -> f64 {
-        let n = f64::from(self.in_service.load(AtomicOrdering::Relaxed));
-        let at = f64::from_bits(self.occupancy_at.load(AtomicOrdering::Relaxed));
-        f64::from_bits(self.occupancy.load(AtomicOrdering::Relaxed)) + n * (t - at).max(0.0)
-    }
-}
 
 /// One request in service.
 #[derive(Debug)]
@@ -120,89 +55,9 @@ impl Ord for Job {
     }
 }
 
-/// Health over model time as the scheduler sees it: the schedule, or the fault's override.
-#[derive(Debug, Clone)]
-pub(crate) struct Health<'a> {
-    track: &'a HealthTrack,
-    fixed: Option<f64>,
-}
-
-impl Health<'_> {
-    /// `(H(t), dH/dt, model time until the linear piece ends)`, clamped to `H ≥ 0`.
-    fn piece(&self, t: f64) -> (f64, f64, f64) {
-        match self.fixed {
-            Some(h) => (h.max(0.0), 0.0, f64::INFINITY),
-            None => {
-                let (h, slope, left) = self.track.segment(t);
-                if h.is_finite() && slope.is_finite() && h >= 0.0 {
-                    // A sub-nanosecond piece is stepped over (rounding at a corner).
-                    (h, slope, if left > 1e-9 { left } else { 1e-9 })
-                } else {
-                    (0.0, 0.0, if left > 1e-9 { left } else { 1e-9 })
-                }
-            }
-        }
-    }
-
-    /// `∫ H dt` over `[t0, t1]` (exact for piecewise-linear health).
-    pub(crate) fn integral(&self, t0: f64, t1: f64) -> f64 {
-        let mut t = t0;
-        let mut sum = 0.0;
-        for _ in 0..MAX_PIECES {
-            if !(t < t1) {
-                return sum;
-            }
-            let (h, slope, left) = self.piece(t);
-            let tau = left.min(t1 - t);
-            sum += (h * tau + 0.5 * slope * tau * tau).max(0.0);
-            t += tau;
-        }
-        // Too many pieces (cannot happen for a checked schedule over a short span): the
-        // rest at the current value.
-        sum + self.piece(t).0 * (t1 - t).max(0.0)
-    }
-
-    /// The model time at which `∫ H dt` from `t0` reaches `need`, or `Err(t)`: not within
-    /// the pieces walked, which end at `t` (wake up there and solve again).
-    pub(crate) fn reach(&self, t0: f64, need: f64) -> Result<f64, f64> {
-        let mut t = t0;
-        let mut need = need.max(0.0);
-        for _ in 0..MAX_PIECES {
-            if need <= 0.0 {
-                return Ok(t);
-            }
-            let (h, slope, left) = self.piece(t);
-            let whole = if left.is_finite() { (h * left + 0.5 * slope * left * left).max(0.0) } else { f64::INFINITY };
-            if whole >= need {
-                // Solve h·τ + slope·τ²/2 = need for the smallest τ ≥ 0 (the rationalised
-                // root stays accurate when slope ≈ 0).
-                let tau = if slope == 0.0 {
-                    if h > 0.0 {
-                        need / h
-                    } else {
-                        return if left.is_finite() { Err(t + left) } else { Err(f64::INFINITY) };
-                    }
-                } else {
-                    let disc = (h * h + 2.0 * slope * need).max(0.0);
-                    let den = h + disc.sqrt();
-                    if den > 0.0 {
-                        2.0 * need / den
-                    } else {
-                        left
-                    }
-                };
-                return Ok(t + tau.min(left).max(0.0));
-            }
-            need -= whole;
-            t += left;
-        }
-        Err(t)
-    }
-}
-
-/// The scheduler's state, owned by its thread.
+/// The scheduler's state, owned by its thread or task (`driver.rs`).
 #[derive(Debug)]
-pub(crate) struct Scheduler {
+pub(super) struct Scheduler {
     pool: Pool,
     track: HealthTrack,
     service: ServiceLaw,
@@ -226,30 +81,6 @@ pub(crate) struct Scheduler {
     waiting: VecDeque<oneshot::Sender<Completion>>,
 }
 
-/// Wait for a message until `deadline` (or at most [`MAX_WAIT`]). A futex wait ends some
-/// 50–100 µs late (the kernel's timer slack and the wake-up), a few per cent of a service
-/// time at speed 10; for a due completion (`precise`) the thread therefore sleeps until
-/// [`SPIN`] before the deadline and yields in a loop for the rest.
-fn receive(rx: &Receiver<Msg>, deadline: Option<Instant>, precise: bool) -> Result<Msg, RecvTimeoutError> {
-    let Some(deadline) = deadline else { return rx.recv_timeout(MAX_WAIT) };
-    let wait = deadline.saturating_duration_since(Instant::now());
-    let coarse = if precise { wait.saturating_sub(SPIN) } else { wait };
-    if !coarse.is_zero() {
-        match rx.recv_timeout(coarse.min(MAX_WAIT)) {
-            Err(RecvTimeoutError::Timeout) if precise && coarse < MAX_WAIT => {}
-            other => return other,
-        }
-    }
-    loop {
-        match rx.try_recv() {
-            Ok(m) => return Ok(m),
-            Err(TryRecvError::Disconnected) => return Err(RecvTimeoutError::Disconnected),
-            Err(TryRecvError::Empty) if Instant::now() >= deadline => return Err(RecvTimeoutError::Timeout),
-            Err(TryRecvError::Empty) => std::thread::yield_now(),
-        }
-    }
-}
-
 /// What the thread should wait for next.
 enum Due {
     /// Nothing in service, or no progress possible: wait for a message.
@@ -261,7 +92,7 @@ enum Due {
 }
 
 impl Scheduler {
-    pub(crate) fn new(
+    pub(super) fn new(
         pool: Pool,
         track: HealthTrack,
         service: ServiceLaw,
@@ -292,19 +123,19 @@ impl Scheduler {
     }
 
     /// Put a worker pool in front of the service (`None`: none).
-    pub(crate) fn with_workers(mut self, workers: Option<Workers>) -> Self {
+    pub(super) fn with_workers(mut self, workers: Option<Workers>) -> Self {
         self.workers = workers;
         self
     }
 
     /// Fail completions with the scenario's retry chance `p(H)` (docs/model.md §Retries).
-    pub(crate) fn with_failures(mut self, failures: Retries) -> Self {
+    pub(super) fn with_failures(mut self, failures: Retries) -> Self {
         self.failures = failures;
         self
     }
 
     fn health(&self) -> Health<'_> {
-        Health { track: &self.track, fixed: self.faults.health }
+        Health::new(&self.track, self.faults.health)
     }
 
     /// Each request's rate factor `s·min(1, (C/n)²)` at the current `n`, 0 when stalled.
@@ -443,52 +274,53 @@ impl Scheduler {
         self.publish_in_service();
     }
 
-    /// The thread's loop: returns on `Shutdown` or when every sender is gone, dropping the
-    /// requests still in service (their handlers answer 503).
-    pub(crate) fn run(mut self, rx: Receiver<Msg>) {
-        loop {
-            let (deadline, timed) = match self.due() {
-                Due::Idle => (None, false),
-                Due::Completion(t) => (Some(self.clock.instant_at(t)), true),
-                Due::Recheck(t) => (Some(self.clock.instant_at(t)), false),
-            };
-            let msg = receive(&rx, deadline, timed);
-            let woke = Instant::now();
-            let now = self.clock.at(woke);
-            match msg {
-                Ok(Msg::Submit(reply)) => {
-                    self.advance(now);
-                    self.arrive(reply);
-                }
-                Ok(Msg::Faults(f)) => {
-                    // Up to now under the old faults, from now on under the new ones.
-                    self.advance(now);
-                    self.faults = f;
-                }
-                Ok(Msg::Shutdown) | Err(RecvTimeoutError::Disconnected) => break,
-                Err(RecvTimeoutError::Timeout) => {
-                    if let (Some(d), true) = (deadline, timed) {
-                        if woke >= d {
-                            let late = (woke - d).as_nanos().min(u64::MAX as u128) as u64;
-                            self.counters.wakes.fetch_add(1, AtomicOrdering::Relaxed);
-                            self.counters.late_ns.fetch_add(late, AtomicOrdering::Relaxed);
-                            self.counters.max_late_ns.fetch_max(late, AtomicOrdering::Relaxed);
-                        }
-                    }
-                    self.advance(now);
-                }
-            }
+    /// The clock the scheduler reads.
+    pub(super) fn clock(&self) -> ModelClock {
+        self.clock
+    }
+
+    /// The counters it publishes.
+    pub(super) fn counters(&self) -> &Counters {
+        &self.counters
+    }
+
+    /// The instant to wake at next (`None`: only a message wakes it), and whether a
+    /// completion is due then (rather than a re-evaluation).
+    pub(super) fn deadline(&self) -> (Option<Instant>, bool) {
+        match self.due() {
+            Due::Idle => (None, false),
+            Due::Completion(t) => (Some(self.clock.instant_at(t)), true),
+            Due::Recheck(t) => (Some(self.clock.instant_at(t)), false),
         }
+    }
+
+    /// Act on `msg` received at model time `now`; false on `Shutdown`.
+    pub(super) fn handle(&mut self, msg: Msg, now: f64) -> bool {
+        match msg {
+            Msg::Submit(reply) => {
+                self.advance(now);
+                self.arrive(reply);
+            }
+            Msg::Faults(f) => {
+                // Up to now under the old faults, from now on under the new ones.
+                self.advance(now);
+                self.faults = f;
+            }
+            Msg::Shutdown => return false,
+        }
+        true
+    }
+
+    /// Woken with no message at model time `now`: complete what is due.
+    pub(super) fn wake(&mut self, now: f64) {
+        self.advance(now);
+    }
+
+    /// Drop every request in service or waiting (their handlers answer 503).
+    pub(super) fn stop(&mut self) {
         self.heap.clear();
         self.waiting.clear();
         self.counters.waiting.store(0, AtomicOrdering::Relaxed);
         self.publish_in_service();
-    }
-}
-
-#[cfg(test)]
-impl<'a> Health<'a> {
-    pub(crate) fn for_test(track: &'a HealthTrack, fixed: Option<f64>) -> Self {
-        Health { track, fixed }
     }
 }

@@ -2,6 +2,8 @@
 
 use super::fit::*;
 use super::*;
+use crate::LiveError;
+use std::time::Duration;
 
 const LEVELS: [f64; 13] = [1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 16.0, 20.0, 24.0, 32.0, 48.0, 64.0];
 

@@ -1,0 +1,93 @@
+//! What a live run reports: progress while it runs, the report at the end.
+
+use std::net::SocketAddr;
+
+use safegate_core::safety::FilterStats;
+use safegate_sim::{Series, Summary};
+use serde::Serialize;
+
+use crate::backlog::Accounting;
+use crate::downstream::DownstreamStats;
+
+/// Progress, about four times a second.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Progress {
+    /// Model time \[s\].
+    pub t: f64,
+    /// The run's length \[model s\].
+    pub duration: f64,
+    /// The backlog.
+    pub queue: u64,
+    /// Admission share.
+    pub admit: f64,
+    /// Executors allowed.
+    pub concurrency: Option<u32>,
+    /// The accounting.
+    pub acc: Accounting,
+    /// Where `/metrics` is served (the port bound for `--metrics …:0`), if it is.
+    pub metrics: Option<SocketAddr>,
+}
+
+/// The live run's own series beside the simulator's.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct LiveSeries {
+    /// Executors allowed at each sample (−1: all).
+    pub concurrency: Vec<i32>,
+    /// Jobs in service at each sample.
+    pub in_service: Vec<u64>,
+}
+
+/// What a live run reports.
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveReport {
+    /// The policy's name.
+    pub policy: &'static str,
+    /// Model seconds per wall second.
+    pub speed: f64,
+    /// Wall seconds the run took.
+    pub wall_seconds: f64,
+    /// Redis (password elided).
+    pub redis: String,
+    /// The summary, as `safegate run` gives it.
+    pub summary: Summary,
+    /// Backlog, health and admission share at every decision.
+    pub series: Series,
+    /// Concurrency and jobs in service at every decision.
+    pub live: LiveSeries,
+    /// The job accounting at the end.
+    pub accounting: Accounting,
+    /// `admitted − completed − failed − in_backlog` (must be 0).
+    pub lost: i64,
+    /// Arrivals the generator made; retries; abandoned failed jobs; offers it could not send.
+    pub load: LoadSummary,
+    /// The filter's counters, if one ran.
+    pub filter: Option<FilterStats>,
+    /// The downstream emulator's counters, if it ran here.
+    pub downstream: Option<DownstreamStats>,
+    /// Decisions taken, and periods the controller could not read Redis.
+    pub decisions: u64,
+    /// Decisions the controller's period allows over the run (`duration / dt`, with the
+    /// period at least 0.5 ms of wall time): far more than `decisions` means the controller
+    /// could not keep its pace (Redis or the cores were saturated).
+    pub planned_decisions: u64,
+    /// Controller periods lost to Redis errors.
+    pub controller_errors: u64,
+    /// The scrapes kept ([`LiveOptions::scrape_every`]), in Prometheus's text format.
+    #[serde(skip)]
+    pub scrapes: Option<String>,
+}
+
+/// The load generator's counters at the end.
+#[derive(Debug, Clone, Copy, Default, Serialize)]
+pub struct LoadSummary {
+    /// First attempts.
+    pub arrivals: u64,
+    /// Retries offered.
+    pub retries: u64,
+    /// Failed jobs not retried.
+    pub abandoned: u64,
+    /// Of those, for want of retry budget.
+    pub over_budget: u64,
+    /// Offers never made (Redis unavailable, or the generator's own limit).
+    pub unsent: u64,
+}
