@@ -45,6 +45,7 @@ pub mod filter;
 pub mod fleet;
 pub mod gate;
 pub mod limits;
+pub mod names;
 pub mod policy;
 pub mod quantile;
 pub mod safety;

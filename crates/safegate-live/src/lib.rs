@@ -17,8 +17,9 @@
 //! - [`redis_server`]: a private `redis-server` on a free port.
 //! - [`run`]: one live run, from start to report.
 //! - [`coord`] and [`fleet_gate`]: the fleet's price over Redis and one gate of a fleet.
-//! - [`throughput`]: falsification criterion F19, the throughput tail.
-//! - [`error`]: [`LiveError`].
+//! - [`throughput`]: the downstream's throughput curve and its fits (criterion F19's
+//!   measurement); [`f19`]: F19's row for `safegate falsify`.
+//! - [`error`]: the live system's errors ([`LiveError`]).
 
 pub mod backlog;
 pub mod clock;

@@ -1,9 +1,7 @@
-//! `/metrics` in Prometheus's text format while a live run goes on. Names shared with the
-//! tower layer (`safegate_limit`, `safegate_in_flight`, `safegate_waiting`,
-//! `safegate_admit_share`, `safegate_barrier_margin`, `safegate_observed_exit_frequency`,
-//! `safegate_requests_*_total`, `safegate_decisions_total`,
-//! `safegate_filter_interventions_total`, `safegate_backup_activations_total`) mean the
-//! same; `safegate_jobs_*` are the live system's own.
+//! `/metrics` in Prometheus's text format while a live run goes on. The names shared with
+//! the tower layer come from [`safegate_core::names`] and mean the same (a job is a
+//! request); rejections carry the same `reason` labels ([`Reason`]). `safegate_backlog*`,
+//! `safegate_model_time_seconds` and `safegate_jobs_*` are the live system's own.
 
 use std::fmt::Write as _;
 use std::net::SocketAddr;
@@ -13,6 +11,8 @@ use axum::routing::get;
 use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
+
+use safegate_core::names::{self, Reason};
 
 use crate::backlog::Accounting;
 use crate::LiveError;
@@ -42,6 +42,8 @@ pub struct Snapshot {
     pub margin: f64,
     /// Decisions taken with the backlog above `θ·capacity`.
     pub exits: u64,
+    /// Jobs rejected at the enqueue, per [`Reason::ALL`] in its order.
+    pub rejected: [u64; 4],
 }
 
 /// Render a snapshot.
@@ -52,19 +54,9 @@ pub fn render(s: &Snapshot) -> String {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
     };
     g("safegate_model_time_seconds", "gauge", "Model time of the latest decision.", format!("{}", s.t));
-    g(
-        "safegate_limit",
-        "gauge",
-        "Executors allowed to pull work at once.",
-        s.concurrency.unwrap_or(s.slots).to_string(),
-    );
-    g("safegate_in_flight", "gauge", "Jobs in service (delivered, not acknowledged).", a.in_service.to_string());
-    g(
-        "safegate_waiting",
-        "gauge",
-        "Jobs waiting for an executor.",
-        a.in_backlog.saturating_sub(a.in_service).to_string(),
-    );
+    g(names::LIMIT, "gauge", "Executors allowed to pull work at once.", s.concurrency.unwrap_or(s.slots).to_string());
+    g(names::IN_FLIGHT, "gauge", "Jobs in service (delivered, not acknowledged).", a.in_service.to_string());
+    g(names::WAITING, "gauge", "Jobs waiting for an executor.", a.in_backlog.saturating_sub(a.in_service).to_string());
     g(
         "safegate_backlog",
         "gauge",
@@ -72,26 +64,26 @@ pub fn render(s: &Snapshot) -> String {
         a.in_backlog.to_string(),
     );
     g("safegate_backlog_bound", "gauge", "The backlog's bound, enforced at the enqueue.", s.bound.to_string());
-    g("safegate_admit_share", "gauge", "Share of offers admitted.", format!("{}", s.admit));
-    g("safegate_barrier_margin", "gauge", "The barrier's margin θ·capacity − q [jobs].", format!("{}", s.margin));
+    g(names::ADMIT_SHARE, "gauge", "Share of offers admitted.", format!("{}", s.admit));
+    g(names::BARRIER_MARGIN, "gauge", "The barrier's margin θ·capacity − q [jobs].", format!("{}", s.margin));
     let freq = if s.decisions > 0 { s.exits as f64 / s.decisions as f64 } else { 0.0 };
     g(
-        "safegate_observed_exit_frequency",
+        names::OBSERVED_EXIT_FREQUENCY,
         "gauge",
         "Share of decisions taken with the backlog above θ·capacity.",
         format!("{freq}"),
     );
-    g("safegate_decisions_total", "counter", "Controller decisions.", s.decisions.to_string());
-    g("safegate_filter_interventions_total", "counter", "Decisions the filter changed.", s.interventions.to_string());
-    g("safegate_backup_activations_total", "counter", "Backup activations.", s.backup_activations.to_string());
-    g("safegate_requests_offered_total", "counter", "Jobs offered to the gate.", a.offered.to_string());
-    g("safegate_requests_admitted_total", "counter", "Jobs admitted into the backlog.", a.admitted.to_string());
-    g("safegate_requests_failed_total", "counter", "Job attempts that failed downstream.", a.failed.to_string());
-    let _ = writeln!(
-        o,
-        "# HELP safegate_requests_rejected_total Jobs rejected at the enqueue.\n# TYPE safegate_requests_rejected_total counter\nsafegate_requests_rejected_total{{reason=\"share\"}} {}\nsafegate_requests_rejected_total{{reason=\"full\"}} {}",
-        a.rejected, a.rejected_full
-    );
+    g(names::DECISIONS_TOTAL, "counter", "Controller decisions.", s.decisions.to_string());
+    g(names::FILTER_INTERVENTIONS_TOTAL, "counter", "Decisions the filter changed.", s.interventions.to_string());
+    g(names::BACKUP_ACTIVATIONS_TOTAL, "counter", "Backup activations.", s.backup_activations.to_string());
+    g(names::REQUESTS_OFFERED_TOTAL, "counter", "Jobs offered to the gate.", a.offered.to_string());
+    g(names::REQUESTS_ADMITTED_TOTAL, "counter", "Jobs admitted into the backlog.", a.admitted.to_string());
+    g(names::REQUESTS_FAILED_TOTAL, "counter", "Job attempts that failed downstream.", a.failed.to_string());
+    let name = names::REQUESTS_REJECTED_TOTAL;
+    let _ = writeln!(o, "# HELP {name} Jobs rejected at the enqueue.\n# TYPE {name} counter");
+    for (r, n) in Reason::ALL.iter().zip(s.rejected) {
+        let _ = writeln!(o, "{name}{{{}=\"{r}\"}} {n}", names::REASON_LABEL);
+    }
     let mut g = |name: &str, kind: &str, help: &str, v: String| {
         let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
     };

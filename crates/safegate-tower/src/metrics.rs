@@ -10,6 +10,7 @@
 use std::sync::OnceLock;
 
 use ::metrics::{counter, gauge, histogram, Histogram};
+use safegate_core::names;
 
 use crate::shared::StepReport;
 
@@ -23,31 +24,31 @@ pub(crate) fn record_latency(latency: &OnceLock<Histogram>, ns: u64) {
 
 /// Publish a decision step's report; take the histogram handle at the first one.
 pub(crate) fn publish(latency: &OnceLock<Histogram>, r: &StepReport) {
-    latency.get_or_init(|| histogram!("safegate_request_duration_seconds"));
-    gauge!("safegate_limit").set(f64::from(r.limit));
-    gauge!("safegate_in_flight").set(f64::from(r.in_flight));
-    gauge!("safegate_waiting").set(f64::from(r.waiting));
-    gauge!("safegate_barrier_margin").set(r.margin);
+    latency.get_or_init(|| histogram!(names::REQUEST_DURATION_SECONDS));
+    gauge!(names::LIMIT).set(f64::from(r.limit));
+    gauge!(names::IN_FLIGHT).set(f64::from(r.in_flight));
+    gauge!(names::WAITING).set(f64::from(r.waiting));
+    gauge!(names::BARRIER_MARGIN).set(r.margin);
     let freq = if r.decisions > 0 { r.exits as f64 / r.decisions as f64 } else { 0.0 };
-    gauge!("safegate_observed_exit_frequency").set(freq);
-    counter!("safegate_decisions_total").absolute(r.decisions);
-    counter!("safegate_filter_interventions_total").absolute(r.interventions);
-    counter!("safegate_backup_activations_total").absolute(r.backup_activations);
-    counter!("safegate_requests_dropped_total").absolute(r.cancelled);
-    counter!("safegate_requests_failed_total").absolute(r.errors);
+    gauge!(names::OBSERVED_EXIT_FREQUENCY).set(freq);
+    counter!(names::DECISIONS_TOTAL).absolute(r.decisions);
+    counter!(names::FILTER_INTERVENTIONS_TOTAL).absolute(r.interventions);
+    counter!(names::BACKUP_ACTIVATIONS_TOTAL).absolute(r.backup_activations);
+    counter!(names::REQUESTS_DROPPED_TOTAL).absolute(r.cancelled);
+    counter!(names::REQUESTS_FAILED_TOTAL).absolute(r.errors);
     for (k, c) in r.classes.iter().enumerate() {
         let class = k.to_string();
         for (reason, &n) in c.rejected.iter() {
-            counter!("safegate_requests_rejected_total", "class" => class.clone(), "reason" => reason.as_str())
+            counter!(names::REQUESTS_REJECTED_TOTAL, "class" => class.clone(), names::REASON_LABEL => reason.as_str())
                 .absolute(n);
         }
         for (reason, &n) in c.would_reject.iter() {
-            counter!("safegate_requests_dry_run_rejected_total", "class" => class.clone(), "reason" => reason.as_str())
+            counter!(names::REQUESTS_DRY_RUN_REJECTED_TOTAL, "class" => class.clone(), names::REASON_LABEL => reason.as_str())
                 .absolute(n);
         }
-        counter!("safegate_requests_offered_total", "class" => class.clone()).absolute(c.offered);
-        counter!("safegate_requests_admitted_total", "class" => class.clone())
+        counter!(names::REQUESTS_OFFERED_TOTAL, "class" => class.clone()).absolute(c.offered);
+        counter!(names::REQUESTS_ADMITTED_TOTAL, "class" => class.clone())
             .absolute(c.offered.saturating_sub(c.rejected.total()));
-        gauge!("safegate_admit_share", "class" => class).set(c.share);
+        gauge!(names::ADMIT_SHARE, "class" => class).set(c.share);
     }
 }

@@ -109,7 +109,7 @@ fn metrics_are_served_while_it_runs() {
         "safegate_admit_share",
         "safegate_backlog",
         "safegate_jobs_lost 0",
-        "safegate_requests_rejected_total{reason=\"full\"}",
+        "safegate_requests_rejected_total{reason=\"limit\"}",
     ] {
         assert!(body.contains(name), "{name} missing from:\n{body}");
     }

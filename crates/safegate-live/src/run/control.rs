@@ -8,6 +8,7 @@ use safegate_core::{Action, Observation, Policy};
 use safegate_sim::record::Tracker;
 use safegate_sim::{Config, Series};
 
+use super::reasons::Rejections;
 use super::services::Services;
 use super::{LivePolicy, LiveSeries, Progress};
 use crate::backlog::Accounting;
@@ -43,6 +44,8 @@ pub(super) struct Controller<'a> {
     pub(super) scrapes: Option<String>,
     next_scrape: f64,
     last_progress: Instant,
+    /// The enqueue's rejections by reason.
+    rejections: Rejections,
 }
 
 impl<'a> Controller<'a> {
@@ -67,6 +70,7 @@ impl<'a> Controller<'a> {
             scrapes: scrape_every.map(|_| String::new()),
             next_scrape: 0.0,
             last_progress: Instant::now(),
+            rejections: Rejections::default(),
         }
     }
 
@@ -183,6 +187,8 @@ impl<'a> Controller<'a> {
     /// The step in `/metrics`' snapshot, and in a kept scrape when one is due.
     fn publish_metrics(&mut self, t: f64, q: f64, action: Action, policy: &LivePolicy, services: &Services) {
         let fs = policy.filter_stats();
+        let (interventions, backups) = fs.map_or((0, 0), |f| (f.interventions, f.infeasible));
+        let rejected = self.rejections.update(&self.acc, interventions, backups);
         let Ok(mut s) = services.snapshot.lock() else { return };
         *s = Snapshot {
             t,
@@ -191,8 +197,9 @@ impl<'a> Controller<'a> {
             concurrency: action.concurrency,
             slots: self.cfg.pool.executors,
             decisions: self.decisions,
-            interventions: fs.map_or(0, |f| f.interventions),
-            backup_activations: fs.map_or(0, |f| f.infeasible),
+            interventions,
+            backup_activations: backups,
+            rejected,
             bound: self.bound(),
             margin: self.line - q,
             exits: self.exits,

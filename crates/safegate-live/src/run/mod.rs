@@ -18,12 +18,14 @@
 //! - `services.rs`: starting and stopping Redis, the downstream, `/metrics`, the executors
 //!   and the load generator.
 //! - `control.rs`: the controller's loop, one decision a period.
+//! - `reasons.rs`: the enqueue's rejections told by reason, in the tower layer's vocabulary.
 //! - `summary.rs`: the report's totals from the accounting.
 
 mod control;
 mod options;
 mod play;
 mod policy;
+mod reasons;
 mod report;
 mod services;
 mod summary;

@@ -103,8 +103,8 @@ where
             owner.offer(limit, dry, |_| shed)
         };
         let reason = || match outcome {
-            Offer::Shed => Reason::from_byte(sh.published.0.shed_reason.load(Ordering::Relaxed)),
-            Offer::Full | Offer::Admitted => Reason::from_byte(sh.published.0.full_reason.load(Ordering::Relaxed)),
+            Offer::Shed => Reason::from_code(sh.published.0.shed_reason.load(Ordering::Relaxed)),
+            Offer::Full | Offer::Admitted => Reason::from_code(sh.published.0.full_reason.load(Ordering::Relaxed)),
         };
         if let Some(slot) = slot {
             if outcome != Offer::Admitted {

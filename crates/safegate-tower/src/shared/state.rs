@@ -122,7 +122,7 @@ pub(crate) struct Published {
     /// `k − 1` for timing one request in `k` now (see [`next_sample_mask`]).
     pub(crate) sample_mask: AtomicU64,
     pub(crate) limit: AtomicU32,
-    /// The reason of a shed request ([`Reason::to_byte`]).
+    /// The reason of a shed request ([`Reason::code`]).
     pub(crate) shed_reason: AtomicU8,
     /// The reason of a request over the limit: the barrier's cap or the nominal's limit.
     pub(crate) full_reason: AtomicU8,

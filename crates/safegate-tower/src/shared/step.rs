@@ -289,8 +289,8 @@ impl Shared {
 
         let p = &self.published.0;
         let old_limit = p.limit.swap(limit, Ordering::Relaxed);
-        p.shed_reason.store(reason.to_byte(), Ordering::Relaxed);
-        p.full_reason.store(full_reason.to_byte(), Ordering::Relaxed);
+        p.shed_reason.store(reason.code(), Ordering::Relaxed);
+        p.full_reason.store(full_reason.code(), Ordering::Relaxed);
         p.retry_after_ns.store((hint * 1e9) as u64, Ordering::Relaxed);
         if limit > old_limit && waiting > 0 {
             self.notify.notify_waiters();
