@@ -12,6 +12,8 @@ use axum::Router;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
+use metrics::{counter, describe_counter, describe_gauge, gauge};
+use metrics_exporter_prometheus::PrometheusBuilder;
 use safegate_core::names::{self, Reason};
 
 use crate::backlog::Accounting;
@@ -46,57 +48,51 @@ pub struct Snapshot {
     pub rejected: [u64; 4],
 }
 
-/// Render a snapshot.
+/// Render a snapshot in Prometheus's text format, through the `metrics` facade and its
+/// Prometheus exporter (a recorder of its own per rendering, installed nowhere, so two
+/// runs in one process never mix their series).
 pub fn render(s: &Snapshot) -> String {
-    let mut o = String::new();
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::with_local_recorder(&recorder, || publish(s));
+    handle.render()
+}
+
+/// Record `s` into the current recorder: gauges and counters, each with its help text.
+fn publish(s: &Snapshot) {
     let a = &s.acc;
-    let mut g = |name: &str, kind: &str, help: &str, v: String| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
+    let g = |name: &'static str, help: &'static str, v: f64| {
+        describe_gauge!(name, help);
+        gauge!(name).set(v);
     };
-    g("safegate_model_time_seconds", "gauge", "Model time of the latest decision.", format!("{}", s.t));
-    g(names::LIMIT, "gauge", "Executors allowed to pull work at once.", s.concurrency.unwrap_or(s.slots).to_string());
-    g(names::IN_FLIGHT, "gauge", "Jobs in service (delivered, not acknowledged).", a.in_service.to_string());
-    g(names::WAITING, "gauge", "Jobs waiting for an executor.", a.in_backlog.saturating_sub(a.in_service).to_string());
-    g(
-        "safegate_backlog",
-        "gauge",
-        "Jobs in the backlog (waiting plus in service): the model's q.",
-        a.in_backlog.to_string(),
-    );
-    g("safegate_backlog_bound", "gauge", "The backlog's bound, enforced at the enqueue.", s.bound.to_string());
-    g(names::ADMIT_SHARE, "gauge", "Share of offers admitted.", format!("{}", s.admit));
-    g(names::BARRIER_MARGIN, "gauge", "The barrier's margin θ·capacity − q [jobs].", format!("{}", s.margin));
+    let c = |name: &'static str, help: &'static str, v: u64| {
+        describe_counter!(name, help);
+        counter!(name).absolute(v);
+    };
+    g("safegate_model_time_seconds", "Model time of the latest decision.", s.t);
+    g(names::LIMIT, "Executors allowed to pull work at once.", f64::from(s.concurrency.unwrap_or(s.slots)));
+    g(names::IN_FLIGHT, "Jobs in service (delivered, not acknowledged).", a.in_service as f64);
+    g(names::WAITING, "Jobs waiting for an executor.", a.in_backlog.saturating_sub(a.in_service) as f64);
+    g("safegate_backlog", "Jobs in the backlog (waiting plus in service): the model's q.", a.in_backlog as f64);
+    g("safegate_backlog_bound", "The backlog's bound, enforced at the enqueue.", s.bound as f64);
+    g(names::ADMIT_SHARE, "Share of offers admitted.", s.admit);
+    g(names::BARRIER_MARGIN, "The barrier's margin θ·capacity − q [jobs].", s.margin);
     let freq = if s.decisions > 0 { s.exits as f64 / s.decisions as f64 } else { 0.0 };
-    g(
-        names::OBSERVED_EXIT_FREQUENCY,
-        "gauge",
-        "Share of decisions taken with the backlog above θ·capacity.",
-        format!("{freq}"),
-    );
-    g(names::DECISIONS_TOTAL, "counter", "Controller decisions.", s.decisions.to_string());
-    g(names::FILTER_INTERVENTIONS_TOTAL, "counter", "Decisions the filter changed.", s.interventions.to_string());
-    g(names::BACKUP_ACTIVATIONS_TOTAL, "counter", "Backup activations.", s.backup_activations.to_string());
-    g(names::REQUESTS_OFFERED_TOTAL, "counter", "Jobs offered to the gate.", a.offered.to_string());
-    g(names::REQUESTS_ADMITTED_TOTAL, "counter", "Jobs admitted into the backlog.", a.admitted.to_string());
-    g(names::REQUESTS_FAILED_TOTAL, "counter", "Job attempts that failed downstream.", a.failed.to_string());
-    let name = names::REQUESTS_REJECTED_TOTAL;
-    let _ = writeln!(o, "# HELP {name} Jobs rejected at the enqueue.\n# TYPE {name} counter");
+    g(names::OBSERVED_EXIT_FREQUENCY, "Share of decisions taken with the backlog above θ·capacity.", freq);
+    c(names::DECISIONS_TOTAL, "Controller decisions.", s.decisions);
+    c(names::FILTER_INTERVENTIONS_TOTAL, "Decisions the filter changed.", s.interventions);
+    c(names::BACKUP_ACTIVATIONS_TOTAL, "Backup activations.", s.backup_activations);
+    c(names::REQUESTS_OFFERED_TOTAL, "Jobs offered to the gate.", a.offered);
+    c(names::REQUESTS_ADMITTED_TOTAL, "Jobs admitted into the backlog.", a.admitted);
+    c(names::REQUESTS_FAILED_TOTAL, "Job attempts that failed downstream.", a.failed);
+    describe_counter!(names::REQUESTS_REJECTED_TOTAL, "Jobs rejected at the enqueue.");
     for (r, n) in Reason::ALL.iter().zip(s.rejected) {
-        let _ = writeln!(o, "{name}{{{}=\"{r}\"}} {n}", names::REASON_LABEL);
+        counter!(names::REQUESTS_REJECTED_TOTAL, names::REASON_LABEL => r.as_str()).absolute(n);
     }
-    let mut g = |name: &str, kind: &str, help: &str, v: String| {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}\n{name} {v}");
-    };
-    g("safegate_jobs_completed_total", "counter", "Jobs completed.", a.completed.to_string());
-    g("safegate_jobs_retried_total", "counter", "Retries offered (of failed jobs).", a.offered_retries.to_string());
-    g(
-        "safegate_jobs_redelivered_total",
-        "counter",
-        "Jobs given back after their executor died.",
-        a.redelivered.to_string(),
-    );
-    g("safegate_jobs_lost", "gauge", "Admitted jobs unaccounted for (must be 0).", a.lost().to_string());
-    o
+    c("safegate_jobs_completed_total", "Jobs completed.", a.completed);
+    c("safegate_jobs_retried_total", "Retries offered (of failed jobs).", a.offered_retries);
+    c("safegate_jobs_redelivered_total", "Jobs given back after their executor died.", a.redelivered);
+    g("safegate_jobs_lost", "Admitted jobs unaccounted for (must be 0).", a.lost() as f64);
 }
 
 /// Append `s` as one scrape to `out`, every sample stamped with the model time in
