@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use safegate_core::stats::Verdict;
 use safegate_studies::telemetry::traces::{generate, Fault, TraceSpec};
-use safegate_studies::telemetry::{self, CheckOptions, CheckReport, Format, Telemetry};
+use safegate_studies::telemetry::{self, CheckError, CheckOptions, CheckReport, Format, Telemetry};
 use serde::Serialize;
 
 /// Largest telemetry file read: the Prometheus cap (a CSV is held to its smaller one once
@@ -167,6 +167,24 @@ fn parse_input(source: &str, text: &str, format: Option<Format>) -> Result<(Tele
     Ok((telemetry::parse_as(source, text, format)?, format))
 }
 
+/// Run the checklist. The library names the options by their fields; here they are the
+/// flags that set them, in its errors and in the report's advice.
+fn run_check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<CheckReport> {
+    let mut report = telemetry::check(tel, opts, source).map_err(|e| match e {
+        CheckError::Option { source, field, value, rule } => {
+            anyhow!("{source}: --{} {value}: {rule}", field.replace('_', "-"))
+        }
+        CheckError::UnknownCapacity { source, signal, in_data } => {
+            anyhow!("{source}: the {}'s capacity is unknown: pass --capacity Q (or {in_data})", signal.name())
+        }
+        e => e.into(),
+    })?;
+    const ADVICE: &str = "(a shorter --horizon, or more data)";
+    report.exits.reason = report.exits.reason.replace(telemetry::NO_WINDOW_ADVICE, ADVICE);
+    report.draft = report.draft.replace(telemetry::NO_WINDOW_ADVICE, ADVICE);
+    Ok(report)
+}
+
 #[derive(Serialize)]
 struct JsonOut<'a> {
     source: &'a str,
@@ -195,7 +213,7 @@ fn check(a: &CheckArgs) -> Result<ExitCode> {
         retry_budget: a.retry_budget,
     };
     let t1 = Instant::now();
-    let report = telemetry::check(&tel, &opts, &source)?;
+    let report = run_check(&tel, &opts, &source)?;
     let check_s = t1.elapsed().as_secs_f64();
     let draft_path = if a.no_draft {
         None
@@ -549,7 +567,7 @@ pub(crate) fn bench(a: &BenchBoundaryArgs) -> Result<ExitCode> {
             let (source, text) = read_input(&path)?;
             let (tel, _) = parse_input(&source, &text, None)?;
             drop(text);
-            let report = telemetry::check(&tel, &CheckOptions { capacity: None, ..CheckOptions::default() }, &source)?;
+            let report = run_check(&tel, &CheckOptions { capacity: None, ..CheckOptions::default() }, &source)?;
             times.push(t0.elapsed().as_secs_f64());
             n = report.rows;
             std::hint::black_box(report);

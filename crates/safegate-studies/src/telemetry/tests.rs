@@ -156,7 +156,8 @@ fn generated_telemetry_round_trips_through_both_formats() {
 fn the_check_needs_a_capacity_and_sane_options() {
     let (t, _) = parse("t.csv", "time,queue\n0,1\n1,2\n").unwrap();
     let e = check(&t, &CheckOptions::default(), "t.csv").unwrap_err();
-    assert!(e.to_string().contains("--capacity"), "{e}");
+    assert!(matches!(e, CheckError::UnknownCapacity { signal: Signal::Queue, .. }), "{e}");
+    assert!(e.to_string().contains("`capacity` option") && !e.to_string().contains("--"), "{e}");
     for bad in [
         CheckOptions { capacity: Some(-1.0), ..CheckOptions::default() },
         CheckOptions { capacity: Some(10.0), epsilon: 0.0, ..CheckOptions::default() },
@@ -175,16 +176,17 @@ fn the_check_needs_a_capacity_and_sane_options() {
     assert!(r.findings.iter().all(|f| !f.flagged));
 }
 
-/// A horizon of 1e-12 s once sized a vector of one flag per window (3.6e15 of them for an
-/// hour of data): horizons a boundary file refuses, or shorter than a sample interval, are
-/// refused naming the flag; windows a gap in the data leaves empty are not counted.
+/// The windows are counted, never held one flag each (a horizon of 1e-12 s over an hour of
+/// data would be 3.6e15 of them): horizons a boundary file refuses, or shorter than a sample
+/// interval, are refused naming the field; windows a gap in the data leaves empty are not
+/// counted.
 #[test]
 fn horizons_are_bounded_and_empty_windows_are_no_evidence() {
     let (t, _) = parse("t.csv", "time,queue\n0,1\n1,2\n2,1\n3,2\n").unwrap();
     let opts = |horizon| CheckOptions { capacity: Some(10.0), horizon, ..CheckOptions::default() };
     for bad in [1e-12, 0.01, 1e7, f64::INFINITY, f64::NAN] {
         let e = check(&t, &opts(bad), "t.csv").unwrap_err();
-        assert!(e.to_string().contains("--horizon"), "{bad}: {e}");
+        assert!(matches!(e, CheckError::Option { field: "horizon", .. }), "{bad}: {e}");
     }
     let e = check(&t, &opts(0.5), "t.csv").unwrap_err();
     assert!(e.to_string().contains("sampling interval of 1 s"), "{e}");
@@ -255,15 +257,18 @@ fn values_beyond_the_ranges_name_their_line() {
 #[test]
 fn options_outside_a_boundary_files_ranges_are_refused() {
     let tel = parse_as("t", "time,queue,capacity\n0,1,10\n1,2,10\n2,1,10\n", Format::Csv).unwrap();
-    for (opts, flag) in [
-        (CheckOptions { capacity: Some(5e-324), ..CheckOptions::default() }, "--capacity"),
-        (CheckOptions { capacity: Some(1e308), ..CheckOptions::default() }, "--capacity"),
-        (CheckOptions { epsilon: 1e-300, ..CheckOptions::default() }, "--epsilon"),
-        (CheckOptions { eta: 1e-300, ..CheckOptions::default() }, "--eta"),
-        (CheckOptions { threshold: 1.0, ..CheckOptions::default() }, "--threshold"),
+    for (opts, field) in [
+        (CheckOptions { capacity: Some(5e-324), ..CheckOptions::default() }, "capacity"),
+        (CheckOptions { capacity: Some(1e308), ..CheckOptions::default() }, "capacity"),
+        (CheckOptions { epsilon: 1e-300, ..CheckOptions::default() }, "epsilon"),
+        (CheckOptions { eta: 1e-300, ..CheckOptions::default() }, "eta"),
+        (CheckOptions { threshold: 1.0, ..CheckOptions::default() }, "threshold"),
+        (CheckOptions { retry_budget: 1.0, ..CheckOptions::default() }, "retry_budget"),
     ] {
-        let e = check(&tel, &opts, "t").unwrap_err().to_string();
-        assert!(e.contains(flag), "{e}");
+        let e = check(&tel, &opts, "t").unwrap_err();
+        assert!(matches!(&e, CheckError::Option { field: f, .. } if *f == field), "{e}");
+        // Named by field, never by a flag.
+        assert!(e.to_string().starts_with(&format!("t: {field} = ")) && !e.to_string().contains("--"), "{e}");
     }
     let r = check(&tel, &CheckOptions { horizon: 1.0, ..CheckOptions::default() }, "t").unwrap();
     assert_eq!(r.draft_error, None);
