@@ -9,7 +9,6 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod bench_cmd;
-mod bench_plumbing;
 mod bound_cmd;
 mod boundary_cmd;
 mod calls;
@@ -20,7 +19,6 @@ mod fleet_cmd;
 mod fleet_sim;
 mod live_cmd;
 mod out_dir;
-mod overload;
 mod policy_arg;
 mod progress;
 mod report_cmd;

@@ -11,7 +11,6 @@
 
 use std::convert::Infallible;
 
-use anyhow::{bail, Context, Result};
 use safegate_core::controllers::ControllerKind;
 use safegate_tower::{AdmissionLayer, BoxError};
 use tower::limit::ConcurrencyLimitLayer;
@@ -20,16 +19,20 @@ use tower::util::BoxCloneService;
 use tower::{Layer, ServiceExt};
 
 use super::backend::Backend;
+use crate::error::{Error, Result};
 
 /// A stack as the generator calls it.
 pub(crate) type Stack = BoxCloneService<(), (), BoxError>;
 
 /// The limit of `tower-limit-loose`, and the most requests in service every adaptive
 /// stack allows (safegate's `max_concurrency`, the peers' `max_limit`).
-pub(crate) const LOOSE_LIMIT: usize = 256;
+pub const LOOSE_LIMIT: usize = 256;
 
 /// Why a peer stack has no row of figures.
-pub(crate) const NOT_BUILT: &str = "not built (build with --features peers)";
+pub const NOT_BUILT: &str = "not built (build with --features peers)";
+
+/// Whether the peer stacks are built (the feature `peers`).
+pub const PEERS_BUILT: bool = cfg!(feature = "peers");
 
 /// One stack.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +43,7 @@ pub(crate) enum StackKind {
     TowerOracle,
     /// `LoadShed<ConcurrencyLimit>` at [`LOOSE_LIMIT`].
     TowerLoose,
-    /// A peer limiter (`--features peers`).
+    /// A peer limiter (the feature `peers`).
     Peer(Peer),
     /// safegate's layer with this controller; `None` is the builder's default.
     Safegate(Option<ControllerKind>),
@@ -97,13 +100,13 @@ impl StackKind {
         matches!(self, StackKind::Peer(_))
     }
 
-    /// Whether this binary has the stack (the peers need `--features peers`).
+    /// Whether this build has the stack (the peers need the feature `peers`).
     pub(crate) fn is_built(self) -> bool {
-        !self.is_peer() || cfg!(feature = "peers")
+        !self.is_peer() || PEERS_BUILT
     }
 
     /// The stack over `backend`; `oracle` is the backend's best fixed limit. `Ok(None)` for
-    /// a peer this binary was built without.
+    /// a peer this build lacks.
     pub(crate) fn build(self, backend: Backend, oracle: usize) -> Result<Option<Stack>> {
         let shed_limit = |n: usize| {
             BoxCloneService::new(LoadShedLayer::new().layer(ConcurrencyLimitLayer::new(n).layer(backend.clone())))
@@ -119,7 +122,7 @@ impl StackKind {
                     Some(k) => b.controller(k),
                     None => b,
                 };
-                let layer = b.build().with_context(|| format!("building the {} stack", self.name()))?;
+                let layer = b.build().map_err(|e| Error::failed(format!("building the {} stack", self.name()), e))?;
                 BoxCloneService::new(layer.layer(backend))
             }
             StackKind::Peer(p) => match peer(p, backend)? {
@@ -156,7 +159,10 @@ fn peer(p: Peer, backend: Backend) -> Result<Option<Stack>> {
         }
         Peer::ResilienceVegas => {
             use tower_resilience_adaptive::{AdaptiveLimiterLayer, Vegas};
-            let alg = Vegas::builder().max_limit(max).build().context("building resilience-vegas")?;
+            let alg = Vegas::builder()
+                .max_limit(max)
+                .build()
+                .map_err(|e| Error::failed("building resilience-vegas", e.to_string()))?;
             BoxCloneService::new(shed.layer(AdaptiveLimiterLayer::new(alg).layer(backend)))
         }
     }))
@@ -167,8 +173,8 @@ fn peer(_: Peer, _: Backend) -> Result<Option<Stack>> {
     Ok(None)
 }
 
-/// The stacks `--stacks` names (all of them when empty), checked: an unknown name, or a
-/// peer this binary was built without, is an error naming the flag.
+/// The stacks `names` lists (all of them when empty), checked: an unknown name, or a peer
+/// this build lacks, is an error naming the field `stacks`.
 pub(crate) fn chosen(names: &[String]) -> Result<Vec<StackKind>> {
     if names.is_empty() {
         return Ok(StackKind::all());
@@ -177,10 +183,10 @@ pub(crate) fn chosen(names: &[String]) -> Result<Vec<StackKind>> {
     for name in names {
         let Some(k) = StackKind::parse(name.trim()) else {
             let known: Vec<String> = StackKind::all().into_iter().map(StackKind::name).collect();
-            bail!("--stacks: unknown stack {name:?}; known are {}", known.join(", "));
+            return Err(Error::input("stacks", format!("unknown stack {name:?}; known are {}", known.join(", "))));
         };
         if !k.is_built() {
-            bail!("--stacks: {name} is {NOT_BUILT}");
+            return Err(Error::input("stacks", format!("{name} is {NOT_BUILT}")));
         }
         if !out.contains(&k) {
             out.push(k);

@@ -1,4 +1,4 @@
-//! The figures of `bench overload`, their JSON shape and the tables.
+//! The figures of the overload bench and their JSON shape.
 //!
 //! Definitions (docs/bench-overload.md says the same for the reader):
 //! - goodput: successful responses answered within the SLO (measured from the scheduled
@@ -17,90 +17,117 @@ use super::load::{Measured, SHED_REASONS};
 /// Tolerance of the settle time: within 10 % of the late mean.
 const SETTLE_TOLERANCE: f64 = 0.1;
 
-/// The whole document `--json` prints.
+/// Every scenario's report and the settings, as one JSON document.
 #[derive(Debug, Serialize)]
-pub(crate) struct Document {
-    pub(crate) settings: serde_json::Value,
-    pub(crate) scenarios: Vec<ScenarioReport>,
+pub struct Document {
+    /// The settings every run shared.
+    pub settings: serde_json::Value,
+    /// Every scenario, in the order run.
+    pub scenarios: Vec<ScenarioReport>,
 }
 
 /// One scenario: every stack's run side by side.
 #[derive(Debug, Serialize)]
-pub(crate) struct ScenarioReport {
-    pub(crate) name: String,
+pub struct ScenarioReport {
+    /// The scenario's name.
+    pub name: String,
     /// The backend and its parameters, in words.
-    pub(crate) backend: String,
+    pub backend: String,
     /// The backend's peak throughput at the starting health [req/s] (`None`: `fast`).
-    pub(crate) peak_rps: Option<f64>,
+    pub peak_rps: Option<f64>,
     /// The best fixed limit (tower-limit-oracle's).
-    pub(crate) oracle_limit: usize,
+    pub oracle_limit: usize,
     /// The load, in words.
-    pub(crate) load: String,
+    pub load: String,
     /// The oracle's stack name, when it ran.
-    pub(crate) oracle: Option<String>,
+    pub oracle: Option<String>,
     /// The peer (acc-*, resilience-*) with the highest goodput, when any ran.
-    pub(crate) best_anchor: Option<String>,
-    pub(crate) runs: Vec<RunReport>,
+    pub best_anchor: Option<String>,
+    /// Every stack's run, in the order run.
+    pub runs: Vec<RunReport>,
 }
 
 /// One stack in one scenario.
 #[derive(Debug, Serialize)]
-pub(crate) struct RunReport {
-    pub(crate) stack: String,
-    pub(crate) built: bool,
+pub struct RunReport {
+    /// The stack's name.
+    pub stack: String,
+    /// Whether this build has the stack.
+    pub built: bool,
+    /// Why the run has no figures, when it has none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) note: Option<String>,
+    pub note: Option<String>,
+    /// What the run measured.
     #[serde(flatten)]
-    pub(crate) figures: Option<Figures>,
+    pub figures: Option<Figures>,
 }
 
 /// What one run measured.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Figures {
-    pub(crate) offered_rps: f64,
-    pub(crate) goodput_rps: f64,
+pub struct Figures {
+    /// Requests offered per second of load.
+    pub offered_rps: f64,
+    /// Good responses (answered within the SLO) per second of load.
+    pub goodput_rps: f64,
     /// Goodput over the oracle's in the same scenario.
-    pub(crate) goodput_vs_oracle: Option<f64>,
-    pub(crate) shed_share: f64,
-    pub(crate) sent: u64,
-    pub(crate) ok: u64,
-    pub(crate) good: u64,
-    pub(crate) rejected: u64,
+    pub goodput_vs_oracle: Option<f64>,
+    /// Rejected over offered.
+    pub shed_share: f64,
+    /// Requests offered.
+    pub sent: u64,
+    /// Successful responses.
+    pub ok: u64,
+    /// Successful responses within the SLO.
+    pub good: u64,
+    /// Rejections by a limiter.
+    pub rejected: u64,
     /// Rejections by reason (safegate's `limit`, `barrier`, `backup`, `deadline`; tower's
     /// `load-shed`), those seen only.
-    pub(crate) shed_reasons: BTreeMap<&'static str, u64>,
-    pub(crate) timeouts: u64,
-    pub(crate) failed: u64,
-    pub(crate) p50_ms: Option<f64>,
-    pub(crate) p99_ms: Option<f64>,
+    pub shed_reasons: BTreeMap<&'static str, u64>,
+    /// Requests abandoned at the client timeout.
+    pub timeouts: u64,
+    /// Failures other than a rejection.
+    pub failed: u64,
+    /// Median latency of the answered requests \[ms\].
+    pub p50_ms: Option<f64>,
+    /// 99th-percentile latency of the answered requests \[ms\].
+    pub p99_ms: Option<f64>,
     /// Seconds until settled (bursts: in the first burst; health-step: after the step).
-    pub(crate) settle_s: Option<f64>,
+    pub settle_s: Option<f64>,
+    /// Each burst's figures (the `bursts` scenario).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) bursts: Option<Vec<Burst>>,
+    pub bursts: Option<Vec<Burst>>,
+    /// The halves around the health step (the `health-step` scenario).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub(crate) step: Option<Step>,
+    pub step: Option<Step>,
     /// Good responses per whole second of the run, by arrival.
-    pub(crate) goodput_timeline: Vec<u32>,
+    pub goodput_timeline: Vec<u32>,
 }
 
 /// One burst of the `bursts` scenario.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Burst {
-    pub(crate) offered_rps: f64,
-    pub(crate) goodput_rps: f64,
+pub struct Burst {
+    /// Requests offered per second of load.
+    pub offered_rps: f64,
+    /// Good responses (answered within the SLO) per second of load.
+    pub goodput_rps: f64,
     /// Over the first burst's goodput.
-    pub(crate) vs_first: Option<f64>,
-    pub(crate) settle_s: Option<f64>,
+    pub vs_first: Option<f64>,
+    /// Seconds into the burst until settled.
+    pub settle_s: Option<f64>,
 }
 
 /// The `health-step` scenario's halves.
 #[derive(Debug, Clone, Serialize)]
-pub(crate) struct Step {
-    pub(crate) at_s: f64,
-    pub(crate) goodput_before_rps: f64,
-    pub(crate) goodput_after_rps: f64,
+pub struct Step {
+    /// Seconds into the run of the step.
+    pub at_s: f64,
+    /// Goodput before the step \[req/s\].
+    pub goodput_before_rps: f64,
+    /// Goodput after the step \[req/s\].
+    pub goodput_after_rps: f64,
     /// Seconds after the step until settled.
-    pub(crate) settle_after_s: Option<f64>,
+    pub settle_after_s: Option<f64>,
 }
 
 /// What the scenario asks of a run's figures beyond the common ones.
@@ -212,87 +239,6 @@ pub(crate) fn compare(s: &mut ScenarioReport, oracle_name: &str, is_peer: impl F
         .filter_map(|r| good(r).map(|g| (g, &r.stack)))
         .max_by(|a, b| a.0.total_cmp(&b.0))
         .map(|(_, n)| n.clone());
-}
-
-fn opt(x: Option<f64>, prec: usize) -> String {
-    x.map_or_else(|| "—".to_string(), |v| format!("{v:.prec$}"))
-}
-
-/// The reason behind most rejections, `-` when none.
-fn main_reason(f: &Figures) -> &'static str {
-    f.shed_reasons.iter().max_by_key(|(_, n)| **n).map_or("-", |(r, _)| r)
-}
-
-/// One scenario's table.
-pub(crate) fn print_table(s: &ScenarioReport) {
-    println!("## {}: {}; {}", s.name, s.backend, s.load);
-    let extra = match s.runs.iter().find_map(|r| r.figures.as_ref()) {
-        Some(f) if f.bursts.is_some() => "  burst goodput/s (÷ first)",
-        Some(f) if f.step.is_some() => "  before/s  after/s",
-        _ => "",
-    };
-    println!(
-        "{:<24} {:>9} {:>9} {:>7} {:>6} {:<9} {:>8} {:>8} {:>8} {:>7}{extra}",
-        "stack", "offered/s", "goodput/s", "÷oracle", "shed%", "shed by", "timeouts", "p50 ms", "p99 ms", "settle"
-    );
-    for r in &s.runs {
-        let mark = if s.oracle.as_deref() == Some(&r.stack) {
-            " [oracle]"
-        } else if s.best_anchor.as_deref() == Some(&r.stack) {
-            " [anchor]"
-        } else {
-            ""
-        };
-        let Some(f) = &r.figures else {
-            println!("{:<24} {}", r.stack, r.note.as_deref().unwrap_or("no figures"));
-            continue;
-        };
-        let mut tail = String::new();
-        if let Some(b) = &f.bursts {
-            let parts: Vec<String> = b
-                .iter()
-                .map(|b| match b.vs_first {
-                    Some(v) => format!("{:.0} ({v:.2})", b.goodput_rps),
-                    None => format!("{:.0}", b.goodput_rps),
-                })
-                .collect();
-            tail = format!("  {}", parts.join(" / "));
-        }
-        if let Some(st) = &f.step {
-            tail = format!("  {:>8.0} {:>8.0}", st.goodput_before_rps, st.goodput_after_rps);
-        }
-        println!(
-            "{:<24} {:>9.0} {:>9.0} {:>7} {:>6.1} {:<9} {:>8} {:>8} {:>8} {:>7}{tail}{mark}",
-            r.stack,
-            f.offered_rps,
-            f.goodput_rps,
-            opt(f.goodput_vs_oracle, 2),
-            100.0 * f.shed_share,
-            main_reason(f),
-            f.timeouts,
-            opt(f.p50_ms, 1),
-            opt(f.p99_ms, 1),
-            opt(f.settle_s, 0),
-        );
-    }
-    let name_good = |n: &Option<String>| {
-        n.as_ref().and_then(|n| {
-            s.runs.iter().find(|r| &r.stack == n).and_then(|r| r.figures.as_ref()).map(|f| (n.clone(), f))
-        })
-    };
-    match name_good(&s.oracle) {
-        Some((n, f)) => println!("best fixed limit (oracle): {n} at {}, {:.0} good/s", s.oracle_limit, f.goodput_rps),
-        None => println!("best fixed limit (oracle, {}): not run", s.oracle_limit),
-    }
-    match name_good(&s.best_anchor) {
-        Some((n, f)) => println!(
-            "best anchor (peers): {n}, {:.0} good/s ({} of the oracle)",
-            f.goodput_rps,
-            opt(f.goodput_vs_oracle, 2)
-        ),
-        None => println!("best anchor (peers): none run"),
-    }
-    println!();
 }
 
 #[cfg(test)]

@@ -1,0 +1,25 @@
+//! Admission-control stacks side by side under open-loop overload, on in-process backends
+//! (docs/bench-overload.md).
+//!
+//! - `settings`: the inputs ([`OverloadSpec`]), checked; the scenarios, their backends and
+//!   schedules;
+//! - `run`: [`Overload`], the one call that runs every (scenario, stack) pair;
+//! - `backend`: the in-process backends (collapse, queueing, fast);
+//! - `stacks`: the limiter stacks compared, ours and the peers (feature `peers`);
+//! - `load`: the open-loop generator and what it records;
+//! - `histogram`: the generator's latency histogram;
+//! - `report`: the figures of a run and a scenario, and the JSON document.
+
+mod backend;
+mod histogram;
+mod load;
+mod report;
+mod run;
+mod settings;
+mod stacks;
+
+pub use load::{Arrivals, Progress};
+pub use report::{Burst, Document, Figures, RunReport, ScenarioReport, Step};
+pub use run::{no_progress, Event, Overload};
+pub use settings::{OverloadSpec, MAX_REQUESTS, MAX_SECS};
+pub use stacks::{LOOSE_LIMIT, NOT_BUILT, PEERS_BUILT};

@@ -1,0 +1,15 @@
+//! Jobs per second through safegate-live's Redis plumbing (enqueue → execute →
+//! acknowledge with a no-op job), side by side with apalis-redis 1.x on the same Redis
+//! with the feature `peers` (docs/bench-plumbing.md).
+//!
+//! - `harness`: the inputs ([`PlumbingSpec`]), the rounds and the report;
+//! - `ours`: one run of our stack;
+//! - `peer`: one run of apalis-redis (a stub row without the feature `peers`).
+
+mod harness;
+mod ours;
+mod peer;
+
+pub use harness::{
+    plumbing, PlumbingSpec, Report, Round, StackReport, MAX_EXECUTORS, MAX_JOBS, MAX_ROUNDS, OURS, PRODUCERS,
+};
