@@ -4,6 +4,7 @@
 //!
 //! | module | renders |
 //! |---|---|
+//! | [`boundary`] | the boundary checklist's text and figures |
 //! | [`chart`] | dependency-free SVG line charts: stacked panels on one time axis |
 //! | [`markup`] | text escaped for HTML and SVG |
 //! | [`reproduce`] | the table of reproduced results; an experiment's figure |
@@ -22,6 +23,7 @@
 //! assert!(svg.starts_with("<svg"));
 //! ```
 
+pub mod boundary;
 pub mod chart;
 pub mod compare;
 pub mod falsify;

@@ -2,7 +2,6 @@
 //! Boundary") on an operator's own telemetry, the failure modes users of today's limiters
 //! report, and a draft boundary file to edit and `verify` (docs/boundary-check.md).
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -10,6 +9,7 @@ use std::time::Instant;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use safegate_core::stats::Verdict;
+use safegate_render::boundary::render;
 use safegate_studies::telemetry::traces::{generate, Fault, TraceSpec};
 use safegate_studies::telemetry::{self, CheckError, CheckOptions, CheckReport, Format, Telemetry};
 use serde::Serialize;
@@ -282,218 +282,12 @@ fn write_draft(path: &Path, text: &str) -> Result<String> {
     Ok(path.display().to_string())
 }
 
-fn pct(x: f64) -> String {
-    format!("{:.2} %", 100.0 * x)
-}
-
-/// The report as text.
-fn render(source: &str, format: Format, r: &CheckReport, secs: f64, draft: Option<&str>, figures: &[String]) -> String {
-    let mut o = String::new();
-    let m = &r.margin;
-    let _ = writeln!(
-        o,
-        "safegate boundary check: {source} ({}, {} rows over {:.0} s, columns {}; read and checked in {secs:.2} s)\n",
-        match format {
-            Format::Csv => "CSV",
-            Format::Prometheus => "Prometheus scrapes",
-        },
-        r.rows,
-        m.duration,
-        r.columns.join(", ")
-    );
-    let _ = writeln!(
-        o,
-        "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {:.1})",
-        m.signal, m.threshold, m.capacity, m.line
-    );
-    let _ = writeln!(
-        o,
-        "   margin now {:.1} ({:.1} % of Q), smallest {:.1}, mean {:.1}; outside the safe set {} of the time",
-        m.current,
-        100.0 * m.current / m.capacity,
-        m.min,
-        m.mean,
-        pct(m.share_outside)
-    );
-    let e = &r.exits;
-    let _ = writeln!(
-        o,
-        "2. Exit frequency over {:.0}-s horizons against ε = {}: {}",
-        e.horizon,
-        e.epsilon,
-        e.verdict.label()
-    );
-    let _ = writeln!(o, "   {}", e.reason);
-    let _ = writeln!(o, "   {:.1} excursions per hour", e.excursions_per_hour);
-    let x = &r.excursions;
-    let _ = writeln!(
-        o,
-        "3. Excursion severity: {} excursions, mean {:.1} s, longest {:.1} s, worst peak {:.3} of Q past the line; tail {}",
-        x.count,
-        x.mean_duration,
-        x.max_duration,
-        x.worst,
-        x.tail.class.name()
-    );
-    let _ = writeln!(o, "   {}", x.tail.reason);
-    if let (Some(h), Some((lo, hi))) = (x.tail.hill, x.tail.alpha_interval) {
-        let _ = writeln!(
-            o,
-            "   Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}) from the top {} of {} peaks",
-            h.alpha, h.k, x.tail.n
-        );
-    }
-    let s = &r.severity;
-    let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", s.eta, s.rho);
-    let _ = writeln!(o, "   {}", s.reason);
-    let f = &r.feasibility;
-    let health = |h: Option<[f64; 2]>| h.map_or("—".to_string(), |h| format!("{:.2}–{:.2}", h[0], h[1]));
-    let _ = writeln!(
-        o,
-        "5. Feasibility across the envelope seen (traffic {:.0}–{:.0} req/s, health {}):",
-        f.traffic[0],
-        f.traffic[1],
-        health(f.health)
-    );
-    let _ = writeln!(o, "   {}", f.reason);
-    if f.checked && !f.cells.is_empty() {
-        let _ = writeln!(o, "   | traffic [req/s] | health | samples | no action for ε | no action for ε and ρ |");
-        let _ = writeln!(o, "   |---|---|---|---|---|");
-        for c in &f.cells {
-            let _ = writeln!(
-                o,
-                "   | {:.0}–{:.0} | {} | {} | {} | {} |",
-                c.traffic[0],
-                c.traffic[1],
-                health(c.health),
-                c.samples,
-                pct(c.infeasible_probability),
-                pct(c.infeasible_joint)
-            );
-        }
-    }
-    let _ = writeln!(o, "\nFailure modes users report:");
-    for fi in &r.findings {
-        let mark = if fi.flagged {
-            "FLAG"
-        } else if fi.checked {
-            "ok  "
-        } else {
-            "--  "
-        };
-        let _ = writeln!(o, "  {mark} {:<15} {}", fi.kind.name(), fi.evidence);
-    }
-    match draft {
-        Some(p) => {
-            let _ = writeln!(
-                o,
-                "\nDraft boundary written to {p}: edit ε, ρ and the envelope, then `safegate verify --boundary {p}`."
-            );
-        }
-        None => {
-            let _ = writeln!(o, "\nNo draft written (--no-draft).");
-        }
-    }
-    for fig in figures {
-        let _ = writeln!(o, "Figure: {fig}");
-    }
-    o
-}
-
-/// The figures: the signal against its line, and the Hill plot of the excursion peaks.
+/// The figures written into `dir`: their paths.
 fn figures(dir: &Path, tel: &Telemetry, r: &CheckReport) -> Result<Vec<String>> {
-    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut written = Vec::new();
-    let m = &r.margin;
-    let (t0, t1) = (tel.t[0], tel.t[tel.len() - 1]);
-    let y_max = tel.x.iter().copied().fold(m.capacity, f64::max) * 1.05;
-    let mut panels = vec![Panel {
-        label: m.signal.into(),
-        y_min: 0.0,
-        y_max,
-        lines: vec![Line {
-            name: m.signal.into(),
-            color: PALETTE[1],
-            x: tel.t.clone(),
-            y: tel.x.clone(),
-            dashed: false,
-        }],
-        rules: vec![
-            Rule { y: m.line, label: format!("θ·Q = {:.0}", m.line) },
-            Rule { y: m.capacity, label: format!("Q = {:.0}", m.capacity) },
-        ],
-    }];
-    if let Some(l) = &tel.limit {
-        let hi = l.iter().copied().fold(0.0, f64::max) * 1.1;
-        panels.push(Panel {
-            label: "limit".into(),
-            y_min: 0.0,
-            y_max: hi.max(1.0),
-            lines: vec![Line {
-                name: "limit".into(),
-                color: PALETTE[0],
-                x: tel.t.clone(),
-                y: l.clone(),
-                dashed: false,
-            }],
-            rules: Vec::new(),
-        });
-    }
-    if let Some(l) = &tel.latency {
-        let mut s = l.clone();
-        s.sort_unstable_by(f64::total_cmp);
-        let hi = s[((s.len() - 1) as f64 * 0.99) as usize] * 1.2;
-        panels.push(Panel {
-            label: "latency [s]".into(),
-            y_min: 0.0,
-            y_max: hi.max(1e-6),
-            lines: vec![Line {
-                name: "latency".into(),
-                color: PALETTE[2],
-                x: tel.t.clone(),
-                y: l.clone(),
-                dashed: false,
-            }],
-            rules: Vec::new(),
-        });
-    }
-    let svg = render(
-        "The barrier signal against its line",
-        &format!("{} rows; outside the safe set {:.2} % of the time", r.rows, 100.0 * m.share_outside),
-        "time [s]",
-        t0,
-        t1,
-        &panels,
-    );
-    let path = dir.join("boundary-signal.svg");
-    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-    written.push(path.display().to_string());
-    let plot = &r.excursions.tail.hill_plot;
-    if plot.len() >= 2 {
-        let (ks, alphas): (Vec<f64>, Vec<f64>) = plot.iter().map(|(k, a)| (*k as f64, *a)).unzip();
-        let hi = alphas.iter().copied().fold(0.0, f64::max) * 1.2;
-        let rules = r
-            .excursions
-            .tail
-            .hill
-            .map(|h| vec![Rule { y: h.alpha, label: format!("α̂ = {:.2} at k = {}", h.alpha, h.k) }])
-            .unwrap_or_default();
-        let svg = render(
-            "Hill plot of the excursion peaks",
-            &format!("tail {}: {}", r.excursions.tail.class.name(), r.excursions.tail.reason),
-            "k (order statistics used)",
-            ks[0],
-            ks[ks.len() - 1],
-            &[Panel {
-                label: "α̂(k)".into(),
-                y_min: 0.0,
-                y_max: hi.max(1.0),
-                lines: vec![Line { name: "Hill estimate".into(), color: PALETTE[3], x: ks, y: alphas, dashed: false }],
-                rules,
-            }],
-        );
-        let path = dir.join("boundary-hill.svg");
+    for (name, svg) in safegate_render::boundary::figures(tel, r) {
+        let path = dir.join(name);
         std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
         written.push(path.display().to_string());
     }

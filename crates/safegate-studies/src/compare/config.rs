@@ -3,9 +3,9 @@
 
 use safegate_core::boundary::Boundary;
 use safegate_core::controllers::PolicySpec;
-use safegate_sim::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
 use safegate_core::safety::SafetyConfig;
 use safegate_sim::config::Config;
+use safegate_sim::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
 use safegate_sim::Mode;
 
 use super::{build_spec, Case};
