@@ -28,8 +28,8 @@ mod report_html;
 mod reproduce_cmd;
 mod run_cmd;
 mod run_render;
-mod run_verdict;
 mod serve_cmd;
+mod set_arg;
 mod stop;
 mod verify_cmd;
 

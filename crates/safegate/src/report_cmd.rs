@@ -20,7 +20,7 @@ use safegate_studies::verify::{VerifyReport, VerifyRequest};
 use safegate_sim::{Scenario, Series};
 
 use crate::falsify_cmd::{self, Measured};
-use crate::run_cmd::DEFAULT_SCENARIO;
+use safegate_studies::run::DEFAULT_SCENARIO;
 use crate::{chart, compare_cmd, progress, report_html, reproduce_cmd, verify_cmd};
 
 /// The boundary files `verify` checks, embedded so the report runs from any directory.

@@ -11,7 +11,7 @@ use safegate_studies::verify::{verify, ArmResult, CellResult, VerifyError, Verif
 use safegate_sim::Scenario;
 
 use crate::progress;
-use crate::run_cmd::DEFAULT_SCENARIO;
+use safegate_studies::run::DEFAULT_SCENARIO;
 
 /// Flags of `safegate verify`.
 #[derive(Debug, Args)]

@@ -12,7 +12,7 @@ use safegate_sim::variants::{variants, VariantError};
 use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Deserialize;
 
-use crate::run_cmd::{json_doc, json_stride, run_variants, toml_float, RunReport, DEFAULT_SCENARIO};
+use safegate_studies::run::{json_doc, json_stride, run_variants, toml_float, RunReport, DEFAULT_SCENARIO};
 
 /// Most simulation steps (`run.duration / run.dt`, per run) one request may ask for: 40×
 /// the embedded scenario's 8000, about 20 ms of fluid simulation. Tighter than
@@ -272,7 +272,7 @@ fn run_policy(
         label,
         policy,
         scenario: scenario.clone(),
-        verdict: crate::run_verdict::verdict(cfg, &outcome, line),
+        verdict: safegate_studies::run::verdict(cfg, &outcome, line),
         outcome,
         filter,
     };
