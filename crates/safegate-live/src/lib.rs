@@ -12,6 +12,7 @@ pub mod coord;
 pub mod downstream;
 pub mod error;
 pub mod executor;
+pub mod fleet;
 pub mod fleet_gate;
 pub mod loadgen;
 pub mod metrics;

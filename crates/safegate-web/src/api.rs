@@ -176,7 +176,7 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
                 VariantError::Boundary(_) => ApiError::bad(format!("{ORIGIN} boundary: {e}")),
                 other => ApiError::bad(other.to_string()),
             })?;
-            run_variants(&cfg, vs, stride, line, &mut |_, _| {}).map_err(|e| ApiError::bad(format!("{e:#}")))?
+            run_variants(&cfg, vs, stride, line, &mut |_, _| {}).map_err(|e| ApiError::bad(crate::sse::chain(&e)))?
         }
         Some(spec) => run_policy(&scenario, &cfg, &spec, req.baseline, stride, line)?,
     };
