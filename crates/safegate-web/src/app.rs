@@ -408,8 +408,8 @@ mod tests {
         assert_eq!(resp.status(), StatusCode::METHOD_NOT_ALLOWED);
     }
 
-    /// The API reads no file of the host, whichever way a trace is asked for: the 400 used
-    /// to quote `/etc/passwd`'s second line, and `/dev/zero` was read to the trace limit.
+    /// The API reads no file of the host, whichever way a trace is asked for: a 400 that
+    /// quotes `/etc/passwd`'s second line, or `/dev/zero` read to the trace limit, fails it.
     #[tokio::test]
     async fn a_health_trace_file_is_refused_without_reading_it() {
         let bodies = [
@@ -438,8 +438,8 @@ mod tests {
         assert!(body.contains("health.file") && !body.contains("root"), "{body}");
     }
 
-    /// Health pieces are events of a stochastic run: 1e-6 s ramps over 99 s made 1e8 of
-    /// them, just inside `safegate run`'s budget, and the request took 9 s.
+    /// Health pieces are events of a stochastic run: 1e-6 s ramps over 99 s make 1e8 of
+    /// them, just inside `safegate run`'s budget, and such a request would take 9 s.
     #[tokio::test]
     async fn health_pieces_count_against_the_event_budget() {
         let body = r#"{"set":{"run.mode":"stochastic","run.duration":99,"health.ramp_down":1e-6,"health.ramp_up":1e-6,"health.hold_high":1e-6,"health.hold_low":1e-6},"baseline":true,"points":10}"#;

@@ -47,7 +47,7 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     }
     // The query's duration replaces the scenario's before anything is checked: a step
     // budget is checked against the run that will play (with run.dt = 1e-6, the band's 400 s
-    // was refused although the query asked for 100).
+    // would be refused although the query asks for 100).
     let req = req.with_set("run.duration", duration);
     let (scenario, cfg) = api::resolve(&req)?;
     let policy = match api::policy_spec(&req)? {

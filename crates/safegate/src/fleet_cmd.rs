@@ -6,7 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use safegate_live::fleet::{default_gamma, parse_outage, play, FleetReport, GateCommand, GateSettings, Plan, Second, Tick};
+use safegate_live::fleet::{
+    default_gamma, parse_outage, play, FleetReport, GateCommand, GateSettings, Plan, Second, Tick,
+};
 use safegate_live::fleet_gate::parse_policy;
 
 use crate::runtime::runtime;

@@ -161,10 +161,7 @@ pub(crate) fn run(
             o.goodput
         );
     }
-    println!(
-        "\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)",
-        gain, dcfg.dt
-    );
+    println!("\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)", gain, dcfg.dt);
     println!(
         "   measured {}   Hayes π/(2a) {hayes:.4} s   with the Euler step {}",
         measured.map_or("none below 2 s".to_string(), |t| format!("{t:.4} s")),
@@ -243,12 +240,11 @@ pub(crate) fn run_file(
     as_json: bool,
 ) -> Result<ExitCode> {
     let origin = path.display().to_string();
-    let FileRuns { title, description, runs } =
-        suite::run_file(path, local, boundary).map_err(|e| match e {
-            SuiteError::Local { local, error } => anyhow::anyhow!("--local {local}: {error}"),
-            SuiteError::Boundary(e) => anyhow::anyhow!("--boundary: {e}"),
-            other => other.into(),
-        })?;
+    let FileRuns { title, description, runs } = suite::run_file(path, local, boundary).map_err(|e| match e {
+        SuiteError::Local { local, error } => anyhow::anyhow!("--local {local}: {error}"),
+        SuiteError::Boundary(e) => anyhow::anyhow!("--boundary: {e}"),
+        other => other.into(),
+    })?;
     if as_json {
         let doc = json!({
             "scenario": origin,

@@ -13,14 +13,14 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use safegate_core::boundary::Boundary;
+use safegate_sim::{Scenario, Series};
 use safegate_studies::compare::{compare, run_duration, select_cases, CompareReport, CompareRequest};
 use safegate_studies::experiments::{self, Report, Setup, Verdict};
 use safegate_studies::falsify::Verdict as Finding;
+use safegate_studies::run::DEFAULT_SCENARIO;
 use safegate_studies::verify::{VerifyReport, VerifyRequest};
-use safegate_sim::{Scenario, Series};
 
 use crate::falsify_cmd::{self, Measured};
-use safegate_studies::run::DEFAULT_SCENARIO;
 use crate::{chart, compare_cmd, progress, report_html, reproduce_cmd, verify_cmd};
 
 /// The boundary files `verify` checks, embedded so the report runs from any directory.

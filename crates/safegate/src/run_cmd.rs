@@ -6,7 +6,9 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Args;
 use safegate_sim::{Mode, Scenario};
-use safegate_studies::run::{json_doc, json_stride, toml_float, RunError, Runs, Study, DEFAULT_ORIGIN, DEFAULT_SCENARIO};
+use safegate_studies::run::{
+    json_doc, json_stride, toml_float, RunError, Runs, Study, DEFAULT_ORIGIN, DEFAULT_SCENARIO,
+};
 
 use crate::progress;
 use crate::run_render::{mode_text, render_chart, render_table, verdict_block, ChartTo};

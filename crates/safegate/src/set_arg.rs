@@ -13,4 +13,3 @@ pub(crate) fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
         })
         .collect()
 }
-

@@ -7,11 +7,11 @@ use std::time::Instant;
 
 use anyhow::{anyhow, Result};
 use clap::Args;
-use safegate_studies::verify::{verify, ArmResult, CellResult, VerifyError, VerifyReport, VerifyRequest};
 use safegate_sim::Scenario;
+use safegate_studies::run::DEFAULT_SCENARIO;
+use safegate_studies::verify::{verify, ArmResult, CellResult, VerifyError, VerifyReport, VerifyRequest};
 
 use crate::progress;
-use safegate_studies::run::DEFAULT_SCENARIO;
 
 /// Flags of `safegate verify`.
 #[derive(Debug, Args)]

@@ -114,7 +114,8 @@ pub async fn play(
         Some(_) => None,
         None => Some(RedisServer::start(false)?),
     };
-    let url = plan.redis.clone().or_else(|| server.as_ref().map(|s| s.url())).ok_or(FleetError::Missing("a Redis URL"))?;
+    let url =
+        plan.redis.clone().or_else(|| server.as_ref().map(|s| s.url())).ok_or(FleetError::Missing("a Redis URL"))?;
     // Fail fast on an unreachable coordinator, before any process starts.
     Coordinator::connect(&url, "fleet", price_config(plan.capacity, plan.gamma, plan.lease_ms)).await?;
     let ds = Downstream::start(

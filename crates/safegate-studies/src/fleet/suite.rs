@@ -189,10 +189,8 @@ fn exits() -> Result<Vec<(&'static str, FleetOutcome)>, SuiteError> {
         ("price under seed-80-pool", include_str!("../../../../boundaries/seed-80-pool.toml")),
     ] {
         let b = Boundary::from_toml(text, &[]).map_err(|e| SuiteError::Embedded { name, message: e.0 })?;
-        let mut p: Vec<GatePolicy> = (0..2)
-            .map(|i| GatePolicy::filtered(&b, &ccfg, i))
-            .collect::<Result<_, _>>()
-            .map_err(SuiteError::Policy)?;
+        let mut p: Vec<GatePolicy> =
+            (0..2).map(|i| GatePolicy::filtered(&b, &ccfg, i)).collect::<Result<_, _>>().map_err(SuiteError::Policy)?;
         exits.push((name, run_fleet(&ccfg, &mut p, FleetRecord::default())?));
     }
     Ok(exits)

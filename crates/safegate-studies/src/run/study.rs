@@ -173,7 +173,7 @@ fn four_arms(scenario: &Scenario, origin: &str) -> Result<Vec<Variant>, RunError
 
 /// The sampling stride of a JSON series: every `every`-th of `steps` samples, thinned
 /// further so that at most [`MAX_SERIES_POINTS`](safegate_core::limits::MAX_SERIES_POINTS)
-/// are kept (a 1e6-s run printed 1.9 GB).
+/// are kept (a 1e6-s run would print 1.9 GB).
 pub fn json_stride(steps: u64, every: usize) -> usize {
     let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
     every.max(fit)
@@ -262,7 +262,10 @@ mod tests {
 
     #[test]
     fn toml_floats_keep_nan_and_infinities() {
-        assert_eq!((toml_float(f64::NAN), toml_float(f64::INFINITY), toml_float(-f64::INFINITY)), ("nan".into(), "inf".into(), "-inf".into()));
+        assert_eq!(
+            (toml_float(f64::NAN), toml_float(f64::INFINITY), toml_float(-f64::INFINITY)),
+            ("nan".into(), "inf".into(), "-inf".into())
+        );
         assert_eq!(toml_float(80.0), "80.0");
         assert_eq!(json_stride(10, 3), 3);
     }

@@ -97,7 +97,7 @@ mod tests {
     }
 
     /// What a dip backs up is cleared after it: the limit carries it over, up to the
-    /// backlog's bound (a limit of `min(λ, H·peak)` per instant alone fell below the goodput
+    /// backlog's bound (a limit of `min(λ, H·peak)` per instant alone falls below the goodput
     /// of this very run).
     #[test]
     fn a_backlog_from_a_dip_counts_toward_the_limit() {
