@@ -11,8 +11,8 @@ use safegate_core::boundary::Boundary;
 use safegate_core::limits::{MAX_EVENTS, MAX_STEPS};
 use safegate_core::safety::SafetyFilter;
 use safegate_core::SeedGate;
-use safegate_studies::fleet::{run_fleet, FleetRecord, FleetScenario, GatePolicy, MAX_DELAY_STEPS};
 use safegate_sim::{Mode, RunOptions, Scenario};
+use safegate_studies::fleet::{run_fleet, FleetRecord, FleetScenario, GatePolicy, MAX_DELAY_STEPS};
 
 const SCENARIO_KEYS: &[&str] = &[
     "model.executors",

@@ -3,8 +3,8 @@
 //! unfiltered pool leaves the safe set in nearly every trajectory.
 
 use safegate_core::boundary::{Boundary, MagnitudeSection};
-use safegate_studies::verify::{verify, Nominal, VerifyConfig};
 use safegate_sim::Config;
+use safegate_studies::verify::{verify, Nominal, VerifyConfig};
 
 fn seed_boundary() -> Boundary {
     Boundary {

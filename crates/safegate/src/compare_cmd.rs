@@ -8,10 +8,10 @@ use std::time::Instant;
 use anyhow::{anyhow, Context, Result};
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
+use safegate_sim::Scenario;
 use safegate_studies::compare::{
     compare, run_duration, select_cases, ArmReport, Case, CompareError, CompareReport, CompareRequest,
 };
-use safegate_sim::Scenario;
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
 use crate::policy_arg::PolicyParser;

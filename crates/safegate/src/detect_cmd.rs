@@ -9,8 +9,8 @@ use std::process::ExitCode;
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
 use safegate_core::estimators::{run_series, Detection, ImmConfig, Likelihood};
-use safegate_studies::experiments::imm::ROBUST_NU;
 use safegate_sim::series_text::{parse_series, SeriesTextError, TextSeries};
+use safegate_studies::experiments::imm::ROBUST_NU;
 
 /// Inputs this long or shorter print one line per step without `--all`.
 const TABLE_MAX: usize = 40;

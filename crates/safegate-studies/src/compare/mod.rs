@@ -44,10 +44,10 @@ pub use probe::probe_collapse;
 pub use report::{ArmReport, CaseReport, CompareReport, CurvePoint, ProbeCollapseRow, Recovery};
 pub use request::{run_duration, CompareRequest, DEFAULT_CURVE_TRAFFIC};
 
-use safegate_sim::config::Config;
-use safegate_sim::Mode;
 use aggregate::{trace_metrics, Arm, ArmRuns, CaseFrame, RunResult, Trace};
 use safegate_core::limits::{budget, MAX_EVENTS, MAX_TRAJECTORY_STEPS};
+use safegate_sim::config::Config;
+use safegate_sim::Mode;
 
 /// What to run.
 #[derive(Debug, Clone)]

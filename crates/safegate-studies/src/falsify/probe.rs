@@ -15,8 +15,8 @@
 //! its start until four cycles after it settles sends more than capacity.
 
 use super::{Criterion, Evidence, Figure, Outcome, Verdict};
-use safegate_sim::config::Config;
 use crate::experiments::probebw::simulate_path;
+use safegate_sim::config::Config;
 
 /// Rounds per ProbeBW cycle.
 const CYCLE: u64 = 8;

@@ -15,8 +15,8 @@ use serde::Serialize;
 use super::config::FleetConfig;
 use super::price::equilibrium;
 use super::run::{run_fleet, FleetRecord, GatePolicy};
-use safegate_sim::config::Checked;
 use safegate_core::RangeError;
+use safegate_sim::config::Checked;
 
 /// How a run is judged to oscillate.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
