@@ -28,6 +28,7 @@ pub mod downstream;
 pub mod error;
 pub mod executor;
 pub mod f19;
+pub mod fleet;
 pub mod fleet_gate;
 pub mod loadgen;
 pub mod metrics;

@@ -9,6 +9,7 @@
 //! | [`compare`] | every nominal controller, with and without the filter, on the seed's scenarios |
 //! | [`falsify`] | the seed's falsification criteria F10–F19, each with a verdict |
 //! | [`fleet`] | several gates on one contended dependency, and the coordination price |
+//! | [`run`] | one scenario in its variants or the main job's four arms, each with its verdict (`safegate run`) |
 //! | [`telemetry`] | a user's telemetry, and the seed's boundary checklist run on it |
 //!
 //! ```
@@ -22,5 +23,6 @@ pub mod compare;
 pub mod experiments;
 pub mod falsify;
 pub mod fleet;
+pub mod run;
 pub mod telemetry;
 pub mod verify;

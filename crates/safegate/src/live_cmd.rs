@@ -13,9 +13,10 @@ use safegate_live::loadgen::RetryPolicy;
 use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget};
 use safegate_sim::variants::variants;
 use safegate_sim::{Outcome, Scenario};
+use safegate_studies::run::{toml_float, RunReport, DEFAULT_SCENARIO};
 
-use crate::run_cmd::{parse_sets, toml_float, RunReport, DEFAULT_SCENARIO};
-use crate::run_render::{render_chart, render_table, ChartTo};
+use crate::run_render::{render_chart, render_table, verdict_block, ChartTo};
+use crate::set_arg::parse_sets;
 
 /// Flags of `safegate live`.
 #[derive(Debug, Args)]
@@ -212,7 +213,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             label: format!("model: {label}"),
             policy: p.name(),
             scenario: variant.scenario.clone(),
-            verdict: crate::run_verdict::verdict(&cfg, &out, line),
+            verdict: safegate_studies::run::verdict(&cfg, &out, line),
             outcome: out,
             filter: p.filter_stats(),
         })
@@ -304,7 +305,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         label: format!("live: {label}"),
         policy: report.policy,
         scenario: variant.scenario.clone(),
-        verdict: crate::run_verdict::verdict(&cfg, &outcome, line),
+        verdict: safegate_studies::run::verdict(&cfg, &outcome, line),
         outcome,
         filter: report.filter,
     };
@@ -339,7 +340,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         say(&render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
-        say(&crate::run_verdict::verdict_block(&columns));
+        say(&verdict_block(&columns));
         say(&render_accounting(&report));
         if let Some(ChartTo::File(path)) = &chart {
             say(&format!("chart: {}\n", path.display()));

@@ -19,9 +19,9 @@ use safegate_sim::Scenario;
 use safegate_studies::compare::{compare, run_duration, select_cases, CompareRequest};
 use safegate_studies::experiments::{self, Setup, Verdict};
 use safegate_studies::falsify::{selected, Verdict as Finding};
+use safegate_studies::run::DEFAULT_SCENARIO;
 use safegate_studies::verify::VerifyRequest;
 
-use crate::run_cmd::DEFAULT_SCENARIO;
 use crate::{calls, progress};
 
 /// The boundary files `verify` checks, embedded so the report runs from any directory.

@@ -4,8 +4,8 @@ use std::fmt::Write as _;
 
 use safegate_sim::{Config, Scenario};
 
-use crate::run_cmd::RunReport;
 use safegate_render::chart::{self, Line, Panel, Rule};
+use safegate_studies::run::{RunReport, Verdict};
 
 fn describe(scenario: &Scenario, cfg: &Config, mode: &str) -> String {
     use safegate_sim::scenario::HealthKind;
@@ -307,4 +307,36 @@ pub(crate) fn render_chart(
     ];
     let title = format!("{title}: {}", scenario.name.clone().unwrap_or_else(|| "scenario".into()));
     chart::render(&title, &describe(scenario, cfg, mode), "time [s]", 0.0, cfg.steps() as f64 * cfg.dt, &panels)
+}
+
+/// The verdict as one line: `goodput 50.5 req/s, 78 % of the physical limit 65.0 req/s,
+/// 387.8 s (97 %) beyond θ·cap = 140`.
+pub(crate) fn verdict_line(v: &Verdict) -> String {
+    format!(
+        "goodput {:.1} req/s, {:.0} % of the physical limit {:.1} req/s, {:.1} s ({:.0} %) beyond θ·cap = {:.0}",
+        v.goodput,
+        100.0 * v.share_of_limit,
+        v.physical_limit,
+        v.time_beyond,
+        100.0 * v.share_beyond,
+        v.line
+    )
+}
+
+/// The verdict lines of `reports` (those that have one), under their heading; empty when
+/// none has a verdict.
+pub(crate) fn verdict_block(reports: &[RunReport]) -> String {
+    use std::fmt::Write as _;
+    let mut o = String::new();
+    if !reports.iter().any(|r| r.verdict.is_some()) {
+        return o;
+    }
+    o.push_str("verdicts (goodput = cleared / duration; physical limit = what an ideal pool clearing H(t)·C·s from the same backlog would clear):\n");
+    let w = reports.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
+    for r in reports {
+        if let Some(v) = &r.verdict {
+            let _ = writeln!(o, "  {:w$}  {}", r.label, verdict_line(v));
+        }
+    }
+    o
 }

@@ -7,9 +7,8 @@ use anyhow::Result;
 use clap::Args;
 use safegate_render::verify::render;
 use safegate_sim::Scenario;
+use safegate_studies::run::DEFAULT_SCENARIO;
 use safegate_studies::verify::VerifyRequest;
-
-use crate::run_cmd::DEFAULT_SCENARIO;
 
 /// Flags of `safegate verify`.
 #[derive(Debug, Args)]

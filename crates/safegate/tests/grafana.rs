@@ -29,7 +29,7 @@ fn dashboard() -> Value {
 /// `metrics.rs`, and the fleet's gates (`safegate fleet --metrics`).
 const TOWER: &str = "crates/safegate-tower/src/metrics.rs";
 const LIVE: &str = "crates/safegate-live/src/metrics.rs";
-const FLEET: &str = "crates/safegate/src/fleet_cmd.rs";
+const FLEET: &str = "crates/safegate-live/src/fleet/prometheus.rs";
 
 /// The `safegate_*` names in string literals of `files`, and which of them are histograms
 /// (whose `_bucket`, `_sum` and `_count` series are published too).

@@ -6,7 +6,8 @@
 //! `H(t)·s·min(1, (C/N)²)` (the seed's curve, [`safegate_sim::model`]). Uncoordinated, a gate's
 //! share of the dependency is its share of `N`, and greedy gates push `N` far past `C`.
 //! A shared Kelly price ([`price`]) splits a declared capacity fairly; fed back with delay it
-//! loses stability past a threshold ([`sweep`]). docs/fleet.md has the measurements.
+//! loses stability past a threshold ([`sweep`]). docs/fleet.md has the measurements, and
+//! [`suite`] takes them (`safegate fleet --sim`).
 //!
 //! ```
 //! use crate::fleet::{run_fleet, FleetConfig, FleetRecord, GateConfig, GatePolicy, PriceConfig};
@@ -30,6 +31,7 @@ pub mod price;
 mod run;
 mod scenario;
 pub mod stag;
+pub mod suite;
 pub mod sweep;
 
 pub use config::{FleetConfig, GateConfig, PriceConfig, DEFAULT_UTILISATION, MAX_DELAY, MAX_DELAY_STEPS, MAX_GATES};

@@ -13,8 +13,8 @@ use safegate_core::Policy as _;
 use safegate_live::run::{LiveOptions, LivePolicy, LiveRun, Progress};
 use safegate_sim::variants::variants;
 
-use super::api::{self, ApiError, ORIGIN};
-use super::sse;
+use crate::api::{self, ApiError, ORIGIN};
+use crate::sse;
 
 /// Longest live run \[wall seconds\] (`duration / speed`).
 pub(crate) const MAX_LIVE_WALL_SECONDS: f64 = 60.0;
@@ -47,7 +47,7 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     }
     // The query's duration replaces the scenario's before anything is checked: a step
     // budget is checked against the run that will play (with run.dt = 1e-6, the band's 400 s
-    // was refused although the query asked for 100).
+    // would be refused although the query asks for 100).
     let req = req.with_set("run.duration", duration);
     let (scenario, cfg) = api::resolve(&req)?;
     let policy = match api::policy_spec(&req)? {
@@ -88,7 +88,7 @@ pub(crate) fn stream(query: &HashMap<String, String>, slot: sse::Slot) -> Result
                 }),
             );
         };
-        let report = stop.block_on(rt, async { Ok(safegate_live::run::run(&run, policy, &mut on_progress).await?) })?;
+        let report = stop.block_on(rt, safegate_live::run::run(&run, policy, &mut on_progress))?;
         Ok(serde_json::json!({
             "summary": report.summary, "accounting": report.accounting, "policy": report.policy, "load": report.load,
         }))

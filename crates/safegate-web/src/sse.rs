@@ -16,23 +16,23 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit};
 pub(crate) struct Stop(pub(crate) watch::Receiver<bool>);
 
 impl Stop {
-    /// `run` on `rt` to its end, or until the server stops.
-    pub(crate) fn block_on<T>(
+    /// `run` on `rt` to its end, or until the server stops; an error as its [`chain`].
+    pub(crate) fn block_on<T, E: std::error::Error>(
         &self,
         rt: &tokio::runtime::Runtime,
-        run: impl std::future::Future<Output = anyhow::Result<T>>,
-    ) -> anyhow::Result<T> {
+        run: impl std::future::Future<Output = Result<T, E>>,
+    ) -> Result<T, String> {
         let mut rx = self.0.clone();
         rt.block_on(async move {
             tokio::select! {
-                r = run => r,
+                r = run => r.map_err(|e| chain(&e)),
                 _ = async {
                     // A server that went away without stopping (a test's router dropped)
                     // is not a stop.
                     if rx.wait_for(|stop| *stop).await.is_err() {
                         std::future::pending::<()>().await;
                     }
-                } => Err(anyhow::anyhow!("the server is stopping: the run and its private Redis were stopped")),
+                } => Err("the server is stopping: the run and its private Redis were stopped".to_string()),
             }
         })
     }
@@ -46,6 +46,18 @@ pub(crate) struct Slot {
     pub(crate) permit: OwnedSemaphorePermit,
     /// The server's stop signal.
     pub(crate) stop: Stop,
+}
+
+/// An error and its sources, each after a `: `.
+pub(crate) fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        out.push_str(": ");
+        out.push_str(&s.to_string());
+        source = s.source();
+    }
+    out
 }
 
 /// Where a run sends its events.
@@ -73,7 +85,7 @@ pub(crate) fn send(tx: &Sender, name: &str, data: &serde_json::Value) -> bool {
 /// `error` with its message. `run` plays its future through [`Stop::block_on`].
 pub(crate) fn play<F>(start: serde_json::Value, slot: Slot, run: F) -> Response
 where
-    F: FnOnce(&tokio::runtime::Runtime, &Sender, &Stop) -> anyhow::Result<serde_json::Value> + Send + 'static,
+    F: FnOnce(&tokio::runtime::Runtime, &Sender, &Stop) -> Result<serde_json::Value, String> + Send + 'static,
 {
     let (tx, rx) = mpsc::unbounded_channel();
     send(&tx, "start", &start);
@@ -82,11 +94,11 @@ where
         let result = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
-            .map_err(|e| anyhow::anyhow!("runtime: {e}"))
+            .map_err(|e| format!("runtime: {e}"))
             .and_then(|rt| run(&rt, &tx, &stop));
         match result {
             Ok(done) => send(&tx, "done", &done),
-            Err(e) => send(&tx, "error", &serde_json::json!({ "error": format!("{e:#}") })),
+            Err(e) => send(&tx, "error", &serde_json::json!({ "error": e })),
         };
     });
     Sse::new(Events(rx)).keep_alive(KeepAlive::default()).into_response()

@@ -12,7 +12,7 @@ use safegate_sim::variants::{variants, VariantError};
 use safegate_sim::{Config, Mode, Outcome, RunOptions, Scenario};
 use serde::Deserialize;
 
-use crate::run_cmd::{json_doc, json_stride, run_variants, toml_float, RunReport, DEFAULT_SCENARIO};
+use safegate_studies::run::{json_doc, json_stride, run_variants, toml_float, RunReport, DEFAULT_SCENARIO};
 
 /// Most simulation steps (`run.duration / run.dt`, per run) one request may ask for: 40×
 /// the embedded scenario's 8000, about 20 ms of fluid simulation. Tighter than
@@ -121,7 +121,7 @@ pub(crate) fn parse(body: &str) -> Result<RunRequest, ApiError> {
 
 /// [`parse`] for JSON that arrives as `what` (the request body, the live stream's `run`
 /// parameter), which errors name. The JSON must be an object: serde would take an array as
-/// the fields in order (`[]` ran the defaults).
+/// the fields in order (`[]` would run the defaults).
 pub(crate) fn parse_named(body: &str, what: &str) -> Result<RunRequest, ApiError> {
     if body.trim().is_empty() {
         return Ok(RunRequest::default());
@@ -176,7 +176,7 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
                 VariantError::Boundary(_) => ApiError::bad(format!("{ORIGIN} boundary: {e}")),
                 other => ApiError::bad(other.to_string()),
             })?;
-            run_variants(&cfg, vs, stride, line, &mut |_, _| {}).map_err(|e| ApiError::bad(format!("{e:#}")))?
+            run_variants(&cfg, vs, stride, line, &mut |_, _| {}).map_err(|e| ApiError::bad(crate::sse::chain(&e)))?
         }
         Some(spec) => run_policy(&scenario, &cfg, &spec, req.baseline, stride, line)?,
     };
@@ -205,8 +205,8 @@ pub(crate) fn resolve(req: &RunRequest) -> Result<(Scenario, Config), ApiError> 
 }
 
 /// Refuses a scenario that would read a file on the host: `Scenario::config` loads
-/// `health.file` for `health.kind = "trace"`, and its errors quoted the file's lines (and
-/// said whether it exists); `/dev/zero` was read to the trace limit. Checked on the parsed
+/// `health.file` for `health.kind = "trace"`, and its errors would quote the file's lines
+/// (and say whether it exists); `/dev/zero` would be read to the trace limit. Checked on the parsed
 /// scenario, before `config`, whichever way it came: the `scenario` text, a `set` override,
 /// a TOML body or the live stream's `run`.
 fn refuse_files(scenario: &Scenario) -> Result<(), ApiError> {
@@ -238,7 +238,7 @@ fn check_size(scenario: &Scenario, cfg: &Config) -> Result<(), ApiError> {
     }
     if scenario.run.mode == Mode::Stochastic {
         // As `Config::check_for` counts them: every arrival is an event, and so is every piece
-        // of the health schedule and every noise redraw (a 1e-6 s ramp made 1e8 of them).
+        // of the health schedule and every noise redraw (a 1e-6 s ramp makes 1e8 of them).
         let peak = cfg.peak_traffic();
         let arrivals = peak * cfg.duration;
         let pieces = cfg.health.pieces_within(cfg.duration);
@@ -273,7 +273,7 @@ fn run_policy(
         label,
         policy,
         scenario: scenario.clone(),
-        verdict: crate::run_verdict::verdict(cfg, &outcome, line),
+        verdict: safegate_studies::run::verdict(cfg, &outcome, line),
         outcome,
         filter,
     };

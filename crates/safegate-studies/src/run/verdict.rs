@@ -1,4 +1,4 @@
-//! The one-line verdict of a run: its goodput, how much of the physically clearable rate
+//! The verdict of a run: its goodput, how much of the physically clearable rate
 //! that is, and how long its queue stood beyond the safe line θ·cap.
 //!
 //! **Physical limit** (docs/filter.md §The main job's four arms). At health `H(t)` the
@@ -21,25 +21,25 @@ use serde::Serialize;
 
 /// A run's verdict numbers (the table's last lines and `--json`'s `verdict`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub(crate) struct Verdict {
+pub struct Verdict {
     /// Requests cleared per simulated second \[req/s\].
-    pub(crate) goodput: f64,
+    pub goodput: f64,
     /// The ideal pool's goodput \[req/s\] (module docs).
-    pub(crate) physical_limit: f64,
+    pub physical_limit: f64,
     /// `goodput / physical_limit`.
-    pub(crate) share_of_limit: f64,
+    pub share_of_limit: f64,
     /// The safe line θ·cap \[requests\] the queue is measured against.
-    pub(crate) line: f64,
+    pub line: f64,
     /// Seconds with the queue above `line`, from the recorded samples (each stands for the
     /// run's duration over their count).
-    pub(crate) time_beyond: f64,
+    pub time_beyond: f64,
     /// `time_beyond` over the run's duration.
-    pub(crate) share_beyond: f64,
+    pub share_beyond: f64,
 }
 
 /// The verdict of `outcome`, a run of `cfg`, against the safe line `line`; `None` when the
 /// run recorded no series.
-pub(crate) fn verdict(cfg: &Config, outcome: &Outcome, line: f64) -> Option<Verdict> {
+pub fn verdict(cfg: &Config, outcome: &Outcome, line: f64) -> Option<Verdict> {
     let series = outcome.series.as_ref().filter(|s| !s.is_empty())?;
     let duration = outcome.summary.duration;
     let (_, peak) = cfg.pool.peak_rate();
@@ -64,38 +64,6 @@ pub(crate) fn verdict(cfg: &Config, outcome: &Outcome, line: f64) -> Option<Verd
         time_beyond: share_beyond * duration,
         share_beyond,
     })
-}
-
-/// The verdict as one line: `goodput 50.5 req/s, 78 % of the physical limit 65.0 req/s,
-/// 387.8 s (97 %) beyond θ·cap = 140`.
-pub(crate) fn verdict_line(v: &Verdict) -> String {
-    format!(
-        "goodput {:.1} req/s, {:.0} % of the physical limit {:.1} req/s, {:.1} s ({:.0} %) beyond θ·cap = {:.0}",
-        v.goodput,
-        100.0 * v.share_of_limit,
-        v.physical_limit,
-        v.time_beyond,
-        100.0 * v.share_beyond,
-        v.line
-    )
-}
-
-/// The verdict lines of `reports` (those that have one), under their heading; empty when
-/// none has a verdict.
-pub(crate) fn verdict_block(reports: &[crate::run_cmd::RunReport]) -> String {
-    use std::fmt::Write as _;
-    let mut o = String::new();
-    if !reports.iter().any(|r| r.verdict.is_some()) {
-        return o;
-    }
-    o.push_str("verdicts (goodput = cleared / duration; physical limit = what an ideal pool clearing H(t)·C·s from the same backlog would clear):\n");
-    let w = reports.iter().map(|r| r.label.chars().count()).max().unwrap_or(0);
-    for r in reports {
-        if let Some(v) = &r.verdict {
-            let _ = writeln!(o, "  {:w$}  {}", r.label, verdict_line(v));
-        }
-    }
-    o
 }
 
 #[cfg(test)]
@@ -129,7 +97,7 @@ mod tests {
     }
 
     /// What a dip backs up is cleared after it: the limit carries it over, up to the
-    /// backlog's bound (a limit of `min(λ, H·peak)` per instant alone fell below the goodput
+    /// backlog's bound (a limit of `min(λ, H·peak)` per instant alone falls below the goodput
     /// of this very run).
     #[test]
     fn a_backlog_from_a_dip_counts_toward_the_limit() {

@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use std::ops::ControlFlow;
 
 use axum::response::Response;
+use safegate_live::fleet::{default_gamma, parse_outage, play, GateCommand, Plan, Tick};
 use safegate_live::fleet_gate::{parse_policy, policy_name};
 
-use super::api::{self, ApiError};
-use super::sse;
-use crate::fleet_cmd::{default_gamma, parse_outage, play, Plan, Tick};
+use crate::api::{self, ApiError};
+use crate::sse;
 
 /// Most gate processes of one run from the page.
 pub(crate) const MAX_FLEET_NODES: u32 = 16;
@@ -79,7 +79,6 @@ fn parse(query: &HashMap<String, String>) -> Result<Plan, ApiError> {
         refresh_ms,
         gamma: default_gamma(capacity),
         outage,
-        metrics: None,
     };
     plan.check().map_err(ApiError::bad)?;
     Ok(plan)
@@ -105,8 +104,13 @@ fn second(tick: &Tick<'_>) -> serde_json::Value {
     })
 }
 
-/// Starts the run on its own thread (holding the slot until it ends) and streams it.
-pub(crate) fn stream(query: &HashMap<String, String>, slot: sse::Slot) -> Result<Response, ApiError> {
+/// Starts the run on its own thread (holding the slot until it ends), its gate processes
+/// started by `gate`, and streams it.
+pub(crate) fn stream(
+    query: &HashMap<String, String>,
+    slot: sse::Slot,
+    gate: GateCommand,
+) -> Result<Response, ApiError> {
     let plan = parse(query)?;
     let start = serde_json::json!({
         "nodes": plan.nodes, "mode": policy_name(plan.mode), "capacity": plan.capacity,
@@ -122,7 +126,8 @@ pub(crate) fn stream(query: &HashMap<String, String>, slot: sse::Slot) -> Result
                 ControlFlow::Break(())
             }
         };
-        Ok(serde_json::to_value(stop.block_on(rt, play(&plan, &mut on_second))?)?)
+        let report = stop.block_on(rt, play(&plan, &gate, None, &mut on_second))?;
+        serde_json::to_value(report).map_err(|e| e.to_string())
     }))
 }
 

@@ -1,54 +1,33 @@
-//! `safegate fleet --sim`: the fleet's claims measured in the model (docs/fleet.md).
+//! What `safegate fleet --sim` prints: the suite's measurements
+//! ([`safegate_studies::fleet::suite`]) as text or JSON, its SVG figures, and a fleet
+//! file's runs.
 
 use std::process::ExitCode;
 
-use anyhow::{bail, Result};
-use safegate_sim::heartbeat::{sweep, DetectorKind, HeartbeatProcess, Pauses, Sweep};
-use safegate_sim::{DipShape, HealthSchedule, HealthTrack};
-use safegate_studies::fleet::price::{equilibrium, euler_threshold, hayes_threshold};
-use safegate_studies::fleet::stag::{self, StagConfig, SEED_COSTS, SEED_F_STAR};
-use safegate_studies::fleet::{
-    run_fleet, threshold, FleetConfig, FleetRecord, GatePolicy, OscillationTest, PriceConfig,
-};
+use anyhow::Result;
+use safegate_sim::heartbeat::DetectorKind;
+use safegate_studies::fleet::stag::{SEED_COSTS, SEED_F_STAR};
+use safegate_studies::fleet::suite::{self, price_around_threshold, DelayThreshold, FileRuns, Suite, SuiteError};
 use serde_json::json;
-
-fn two(p0: u32, p1: u32) -> FleetConfig {
-    FleetConfig::two_gates([p0, p1])
-}
-
-fn running_case(m: usize, fallback: &str) -> StagConfig {
-    StagConfig::running_case(m, fallback, 80.0)
-}
 
 /// The figures: the price at 0.8× and 1.2× its measured delay threshold, and the tipping
 /// curves.
-fn figures(
-    dir: &std::path::Path,
-    dcfg: &FleetConfig,
-    tau: f64,
-    tipping: &stag::Tipping,
-    fallback: &str,
-) -> Result<Vec<String>> {
-    use anyhow::Context as _;
+fn figures(dir: &std::path::Path, suite: &Suite, tau: f64) -> Result<Vec<String>> {
     use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
+    use anyhow::Context as _;
+    let (tipping, fallback) = (&suite.tipping, &suite.fallback);
     crate::out_dir::create("--figures", dir)?;
     let mut written = Vec::new();
     let mut lines = Vec::new();
     let mut y_max: f64 = 0.0;
-    let mut p_star = 0.0;
-    for (k, factor) in [0.8, 1.2].into_iter().enumerate() {
-        let cfg = safegate_studies::fleet::sweep::with_delay(dcfg, factor * tau);
-        let cfg = FleetConfig { duration: 10.0, ..cfg };
-        let mut p: Vec<GatePolicy> = cfg.gates.iter().map(|_| GatePolicy::Priced).collect();
-        let out = run_fleet(&cfg, &mut p, FleetRecord { every: Some(10) })?;
-        p_star = out.price_equilibrium.unwrap_or(p_star);
-        let series = out.series.context("the recorded series")?;
-        y_max = y_max.max(series.price.iter().cloned().fold(0.0, f64::max));
+    let (runs, p_star) = price_around_threshold(&suite.delay.fleet, tau)?;
+    for (k, run) in runs.into_iter().enumerate() {
+        y_max = y_max.max(run.price.iter().cloned().fold(0.0, f64::max));
         lines.push(Line {
-            name: format!("delay {:.3} s ({factor}× the threshold)", factor * tau),
+            name: format!("delay {:.3} s ({}× the threshold)", run.delay, run.factor),
             color: PALETTE[k],
-            x: series.t.clone(),
-            y: series.price.clone(),
+            x: run.t,
+            y: run.price,
             dashed: false,
         });
     }
@@ -126,87 +105,27 @@ fn figures(
     Ok(written)
 }
 
+/// `safegate fleet --sim`: the suite's measurements as text or JSON, and its figures.
 pub(crate) fn run(
     fallback: &str,
     fleet_size: usize,
     as_json: bool,
     figure_dir: Option<&std::path::Path>,
 ) -> Result<ExitCode> {
-    if !(2..=64).contains(&fleet_size) {
-        bail!("--fleet-size {fleet_size}: expected 2 to 64");
-    }
-    if fallback.trim().parse::<safegate_core::controllers::PolicySpec>().is_err() {
-        bail!("--fallback {fallback:?}: not a registry policy (see `safegate compare --help`)");
-    }
-    // 1. Uncoordinated gates against the price.
-    let cfg = two(64, 2);
-    let mut greedy: Vec<GatePolicy> =
-        (0..2).map(|i| GatePolicy::named("open", &cfg, i)).collect::<Result<_, _>>().map_err(anyhow::Error::msg)?;
-    let uncoordinated = run_fleet(&cfg, &mut greedy, FleetRecord::default())?;
-    let mut pcfg = cfg.clone();
-    pcfg.price = Some(PriceConfig::default());
-    let mut priced: Vec<GatePolicy> = (0..2).map(|_| GatePolicy::Priced).collect();
-    let coordinated = run_fleet(&pcfg, &mut priced, FleetRecord::default())?;
-    // 2. The delay threshold: measured against Hayes's π/(2a) and the Euler step's.
-    // Equal delays: the single-delay equation Hayes's criterion is exact for.
-    let mut dcfg = FleetConfig { dt: 0.001, duration: 60.0, ..two(8, 8) };
-    for g in &mut dcfg.gates {
-        g.delay = 0.05;
-    }
-    let price = PriceConfig { capacity: Some(135.0), ..PriceConfig::default() };
-    dcfg.price = Some(price);
-    let eq = equilibrium(&dcfg.gates, 135.0, price.gain);
-    let a = eq.loop_gain();
-    let measured = threshold(&dcfg, 2.0, &OscillationTest::default())?;
-    let hayes = hayes_threshold(a);
-    let euler = euler_threshold(a, dcfg.dt);
-    // 3. The detectors' trade-off, heavy-tailed pauses.
-    let process = HeartbeatProcess {
-        interval: 1.0,
-        jitter_sd: 0.1,
-        pauses: Pauses::Pareto { probability: 0.01, scale: 0.5, shape: 1.5 },
-    };
-    let rows = sweep(&Sweep::standard(process, 50.0, 2026))?;
-    // 5. Exit frequency on the seed's health cycle: uncoordinated seed gates, the bare
-    // price, and the price under each gate's own filter (the shipped boundaries).
-    let ccfg = FleetConfig {
-        health: HealthTrack::new(HealthSchedule::Cycle(DipShape::default())),
-        price: Some(PriceConfig::default()),
-        ..two(8, 8)
-    };
-    let mut exits = Vec::new();
-    {
-        let mut plain = ccfg.clone();
-        plain.price = None;
-        let mut p: Vec<GatePolicy> = (0..2)
-            .map(|i| GatePolicy::named("seed-gate", &plain, i))
-            .collect::<Result<_, _>>()
-            .map_err(anyhow::Error::msg)?;
-        exits.push(("seed gates, no price", run_fleet(&plain, &mut p, FleetRecord::default())?));
-        let mut p: Vec<GatePolicy> = (0..2).map(|_| GatePolicy::Priced).collect();
-        exits.push(("price alone", run_fleet(&ccfg, &mut p, FleetRecord::default())?));
-        for (name, text) in [
-            ("price under seed-80", include_str!("../../../boundaries/seed-80.toml")),
-            ("price under seed-80-pool", include_str!("../../../boundaries/seed-80-pool.toml")),
-        ] {
-            let b = safegate_core::boundary::Boundary::from_toml(text, &[])
-                .map_err(|e| anyhow::anyhow!("{name}: {}", e.0))?;
-            let mut p: Vec<GatePolicy> = (0..2)
-                .map(|i| GatePolicy::filtered(&b, &ccfg, i))
-                .collect::<Result<_, _>>()
-                .map_err(anyhow::Error::msg)?;
-            exits.push((name, run_fleet(&ccfg, &mut p, FleetRecord::default())?));
+    let suite = suite::run(fallback, fleet_size).map_err(|e| match e {
+        SuiteError::FleetSize(n) => anyhow::anyhow!("--fleet-size {n}: expected 2 to 64"),
+        SuiteError::Fallback(f) => {
+            anyhow::anyhow!("--fallback {f:?}: not a registry policy (see `safegate compare --help`)")
         }
-    }
-    // 4. The Stag Hunt, measured.
-    let payoffs = stag::two_player(&running_case(2, fallback))?;
-    let tipping = stag::tipping(&running_case(fleet_size, fallback))?;
-    let verdicts = stag::verdicts(&payoffs, &tipping);
-    let written = match (figure_dir, measured) {
-        (Some(dir), Some(tau)) => figures(dir, &dcfg, tau, &tipping, fallback)?,
+        other => other.into(),
+    })?;
+    let written = match (figure_dir, suite.delay.measured) {
+        (Some(dir), Some(tau)) => figures(dir, &suite, tau)?,
         _ => Vec::new(),
     };
-
+    let Suite { uncoordinated, coordinated, detectors: rows, exits, payoffs, tipping, verdicts, .. } = &suite;
+    let DelayThreshold { fleet: dcfg, gain, loop_gain: a, measured, hayes, euler } = &suite.delay;
+    let (a, measured, hayes, euler) = (*a, *measured, *hayes, *euler);
     if as_json {
         let doc = json!({
             "starvation": {
@@ -242,10 +161,7 @@ pub(crate) fn run(
             o.goodput
         );
     }
-    println!(
-        "\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)",
-        price.gain, dcfg.dt
-    );
+    println!("\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)", gain, dcfg.dt);
     println!(
         "   measured {}   Hayes π/(2a) {hayes:.4} s   with the Euler step {}",
         measured.map_or("none below 2 s".to_string(), |t| format!("{t:.4} s")),
@@ -267,7 +183,7 @@ pub(crate) fn run(
         );
     }
     println!("\n4. Exit frequency on the seed's health cycle (two gates at 120 req/s, P = 8 each, 400 s): time above θ·cap and upward crossings");
-    for (name, o) in &exits {
+    for (name, o) in exits {
         let above: Vec<String> = o.gates.iter().map(|g| format!("{:.1} %", 100.0 * g.time_above)).collect();
         let cross: Vec<String> = o.gates.iter().map(|g| g.crossings.to_string()).collect();
         let fleet_above = o.gates.iter().map(|g| g.time_above).fold(0.0, f64::max);
@@ -306,7 +222,7 @@ pub(crate) fn run(
         tipping.f_star.map_or("none (freezing is cheaper at every f)".to_string(), |f| format!("{f:.3}"))
     );
     println!("\nVerdicts (falsified = the criterion's condition is met in the running case):");
-    for v in &verdicts {
+    for v in verdicts {
         println!("   {} {:<13} {}", v.id, v.verdict.label(), v.evidence);
     }
     for w in &written {
@@ -323,35 +239,12 @@ pub(crate) fn run_file(
     boundary: Option<&std::path::Path>,
     as_json: bool,
 ) -> Result<ExitCode> {
-    use safegate_studies::fleet::FleetScenario;
     let origin = path.display().to_string();
-    let sc = FleetScenario::load(path)?;
-    let cfg = sc.config(&origin)?;
-    let b = match boundary {
-        Some(p) => Some(safegate_sim::scenario::load_boundary(p)?),
-        None => None,
-    };
-    let mut runs = Vec::new();
-    let mut plain = cfg.clone();
-    plain.price = None;
-    let mut p: Vec<GatePolicy> = (0..plain.gates.len())
-        .map(|i| GatePolicy::named(local, &plain, i))
-        .collect::<Result<_, _>>()
-        .map_err(|e| anyhow::anyhow!("--local {local}: {e}"))?;
-    runs.push((format!("uncoordinated ({local})"), run_fleet(&plain, &mut p, FleetRecord::default())?));
-    if cfg.price.is_some() {
-        let (label, mut p): (String, Vec<GatePolicy>) = match &b {
-            Some(b) => (
-                format!("price under {}", b.name.as_deref().unwrap_or("the boundary")),
-                (0..cfg.gates.len())
-                    .map(|i| GatePolicy::filtered(b, &cfg, i))
-                    .collect::<Result<_, _>>()
-                    .map_err(|e| anyhow::anyhow!("--boundary: {e}"))?,
-            ),
-            None => ("price".to_string(), cfg.gates.iter().map(|_| GatePolicy::Priced).collect()),
-        };
-        runs.push((label, run_fleet(&cfg, &mut p, FleetRecord::default())?));
-    }
+    let FileRuns { title, description, runs } = suite::run_file(path, local, boundary).map_err(|e| match e {
+        SuiteError::Local { local, error } => anyhow::anyhow!("--local {local}: {error}"),
+        SuiteError::Boundary(e) => anyhow::anyhow!("--boundary: {e}"),
+        other => other.into(),
+    })?;
     if as_json {
         let doc = json!({
             "scenario": origin,
@@ -360,8 +253,8 @@ pub(crate) fn run_file(
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("safegate fleet --sim: {}", sc.name.as_deref().unwrap_or(&origin));
-    if let Some(d) = &sc.description {
+    println!("safegate fleet --sim: {title}");
+    if let Some(d) = &description {
         println!("  {d}");
     }
     for (label, o) in &runs {
