@@ -17,6 +17,7 @@
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
+use safegate_core::stats::quantile_sorted;
 
 use super::{Criterion, Effort, Evidence, Figure, Outcome, Verdict};
 use crate::experiments::severity::severity;
@@ -50,12 +51,6 @@ fn cvars(n: u64, seed: u64) -> [f64; 4] {
     ALPHAS.map(|a| worst.iter().map(|&u| severity(u, a)).sum::<f64>() / k as f64)
 }
 
-/// Quantile `q` of a sorted slice (nearest rank).
-fn quantile(sorted: &[f64], q: f64) -> f64 {
-    let i = ((q * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1;
-    sorted[i]
-}
-
 /// Replicated CVaRs at one sample size: for each α, the sorted replicates.
 #[derive(Debug, Clone)]
 pub struct AtSize {
@@ -68,8 +63,8 @@ pub struct AtSize {
 impl AtSize {
     /// Median, 5th and 95th percentile of α index `i`.
     pub fn summary(&self, i: usize) -> (f64, f64, f64) {
-        let v = &self.cvar[i];
-        (quantile(v, 0.5), quantile(v, 0.05), quantile(v, 0.95))
+        let q = |p| quantile_sorted(&self.cvar[i], p).unwrap_or(f64::NAN);
+        (q(0.5), q(0.05), q(0.95))
     }
 }
 
@@ -113,7 +108,7 @@ pub fn judge(sizes: &[AtSize]) -> (Verdict, String) {
     // Growing: at α = 1 the middle half at the largest sample lies above the middle half at
     // the smallest.
     let i1 = ALPHAS.len() - 1;
-    let growing = sizes.len() >= 2 && quantile(&last.cvar[i1], 0.25) > quantile(&first.cvar[i1], 0.75);
+    let growing = sizes.len() >= 2 && quantile_sorted(&last.cvar[i1], 0.25) > quantile_sorted(&first.cvar[i1], 0.75);
     // Bounded by the probability alone: every heavy tail's 95th percentile within 2× the
     // light tail's 5th.
     let bounded = (1..ALPHAS.len()).all(|i| last.summary(i).2 <= 2.0 * light_lo);

@@ -1,6 +1,8 @@
 //! What several steps read of the data, derived once: the offered traffic per row, its
 //! percentiles, and health's range.
 
+use safegate_core::stats::quantile_sorted;
+
 use super::Telemetry;
 
 /// Offered traffic per row: the `offered` column, else completions plus rejections.
@@ -31,8 +33,7 @@ impl Seen {
         let traffic_q = offered.as_ref().map_or([0.0; 5], |v| {
             let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
             s.sort_unstable_by(f64::total_cmp);
-            [0.01f64, 0.25, 0.5, 0.75, 0.99]
-                .map(|p| s.get(((p * s.len().saturating_sub(1) as f64).round()) as usize).copied().unwrap_or(f64::NAN))
+            [0.01f64, 0.25, 0.5, 0.75, 0.99].map(|p| quantile_sorted(&s, p).unwrap_or(f64::NAN))
         });
         let health = tel.health.as_ref().map(|h| {
             [h.iter().copied().fold(f64::INFINITY, f64::min), h.iter().copied().fold(f64::NEG_INFINITY, f64::max)]

@@ -3,10 +3,9 @@
 //! excursions.
 
 use safegate_core::estimators::tail::TailClass;
+use safegate_core::stats::{median, quantile};
 
-use super::signal::{
-    acf_peak, blocks, coarsen, detrend, dt_at, longest_run_at, quantile, spread, step_fits_better, trend,
-};
+use super::signal::{acf_peak, blocks, coarsen, detrend, dt_at, longest_run_at, spread, step_fits_better, trend};
 use super::{CheckOptions, Excursions, Finding, FindingKind, Signal, Telemetry};
 
 /// Windows the drift check splits the data into.
@@ -31,7 +30,7 @@ pub(super) fn baseline_drift(tel: &Telemetry) -> Finding {
     let base: Vec<f64> = blocks(&tel.t, DRIFT_WINDOWS)
         .into_iter()
         .filter(|r| r.len() >= 5)
-        .map(|r| quantile(&lat[r], 0.05))
+        .map(|r| quantile(&lat[r], 0.05).unwrap_or(f64::NAN))
         .filter(|b| b.is_finite())
         .collect();
     if base.len() < 5 {
@@ -44,8 +43,8 @@ pub(super) fn baseline_drift(tel: &Telemetry) -> Finding {
     }
     let rho = trend(&base);
     let fifth = (base.len() / 5).max(1);
-    let first = quantile(&base[..fifth], 0.5);
-    let last = quantile(&base[base.len() - fifth..], 0.5);
+    let first = median(&base[..fifth]).unwrap_or(f64::NAN);
+    let last = median(&base[base.len() - fifth..]).unwrap_or(f64::NAN);
     let ratio = if first > 0.0 { last / first } else { f64::INFINITY };
     // A drift is gradual: a straight line fits the baselines better than one step between
     // two levels (a level shift — a deploy, a stuck limit — is reported, not flagged).

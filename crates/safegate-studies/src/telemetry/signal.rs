@@ -1,6 +1,8 @@
 //! Helpers on a sampled series, for the steps and the detectors: sample intervals, time
 //! blocks, trend and step fits, runs at a value, spreads, autocorrelation peaks.
 
+use safegate_core::stats::{median, quantile};
+
 use super::Telemetry;
 
 /// The sample interval of row `i` (the first row takes the second's).
@@ -14,9 +16,8 @@ pub(super) fn dt_at(t: &[f64], i: usize) -> f64 {
 
 /// The median gap between consecutive rows \[s\] (at least two rows).
 pub(super) fn median_interval(tel: &Telemetry) -> f64 {
-    let mut gaps: Vec<f64> = tel.t.windows(2).map(|w| w[1] - w[0]).collect();
-    let mid = gaps.len() / 2;
-    *gaps.select_nth_unstable_by(mid, f64::total_cmp).1
+    let gaps: Vec<f64> = tel.t.windows(2).map(|w| w[1] - w[0]).collect();
+    median(&gaps).unwrap_or(f64::NAN)
 }
 
 /// Spearman's rank correlation of `v` with its index.
@@ -118,7 +119,8 @@ pub(super) fn longest_run_at(v: &[f64], value: f64) -> Option<(usize, usize)> {
 
 /// Spread of a column over rows `r`: `p90/p10` (`ratio`) or `p90 − p10`.
 pub(super) fn spread(v: &[f64], r: std::ops::Range<usize>, ratio: bool) -> f64 {
-    let (lo, hi) = (quantile(&v[r.clone()], 0.1), quantile(&v[r], 0.9));
+    let q = |p| quantile(&v[r.clone()], p).unwrap_or(f64::NAN);
+    let (lo, hi) = (q(0.1), q(0.9));
     if !ratio {
         hi - lo
     } else if lo > 0.0 {
@@ -178,14 +180,4 @@ pub(super) fn detrend(v: &[f64], w: usize) -> Vec<f64> {
             v[i] - (pre[b] - pre[a]) / (b - a) as f64
         })
         .collect()
-}
-
-pub(super) fn quantile(v: &[f64], p: f64) -> f64 {
-    let mut s: Vec<f64> = v.iter().copied().filter(|x| x.is_finite()).collect();
-    if s.is_empty() {
-        return f64::NAN;
-    }
-    let i = ((p * (s.len() - 1) as f64).round() as usize).min(s.len() - 1);
-    let (_, x, _) = s.select_nth_unstable_by(i, |a, b| a.total_cmp(b));
-    *x
 }
