@@ -1,3 +1,6 @@
+use safegate_core::boundary::Boundary;
+use safegate_sim::config::Config;
+
 use super::*;
 use safegate_sim::health::{HealthSchedule, HealthTrack};
 use safegate_sim::Scenario;

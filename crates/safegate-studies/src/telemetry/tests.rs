@@ -257,15 +257,18 @@ fn values_beyond_the_ranges_name_their_line() {
 #[test]
 fn options_outside_a_boundary_files_ranges_are_refused() {
     let tel = parse_as("t", "time,queue,capacity\n0,1,10\n1,2,10\n2,1,10\n", Format::Csv).unwrap();
-    for (opts, flag) in [
-        (CheckOptions { capacity: Some(5e-324), ..CheckOptions::default() }, "--capacity"),
-        (CheckOptions { capacity: Some(1e308), ..CheckOptions::default() }, "--capacity"),
-        (CheckOptions { epsilon: 1e-300, ..CheckOptions::default() }, "--epsilon"),
-        (CheckOptions { eta: 1e-300, ..CheckOptions::default() }, "--eta"),
-        (CheckOptions { threshold: 1.0, ..CheckOptions::default() }, "--threshold"),
+    for (opts, field) in [
+        (CheckOptions { capacity: Some(5e-324), ..CheckOptions::default() }, "capacity"),
+        (CheckOptions { capacity: Some(1e308), ..CheckOptions::default() }, "capacity"),
+        (CheckOptions { epsilon: 1e-300, ..CheckOptions::default() }, "epsilon"),
+        (CheckOptions { eta: 1e-300, ..CheckOptions::default() }, "eta"),
+        (CheckOptions { threshold: 1.0, ..CheckOptions::default() }, "threshold"),
+        (CheckOptions { retry_budget: 1.0, ..CheckOptions::default() }, "retry_budget"),
     ] {
-        let e = check(&tel, &opts, "t").unwrap_err().to_string();
-        assert!(e.contains(flag), "{e}");
+        let e = check(&tel, &opts, "t").unwrap_err();
+        assert!(matches!(&e, CheckError::Option { field: f, .. } if *f == field), "{e}");
+        // Named by field, never by a flag.
+        assert!(e.to_string().starts_with(&format!("t: {field} = ")) && !e.to_string().contains("--"), "{e}");
     }
     let r = check(&tel, &CheckOptions { horizon: 1.0, ..CheckOptions::default() }, "t").unwrap();
     assert_eq!(r.draft_error, None);
