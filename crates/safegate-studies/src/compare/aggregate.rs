@@ -9,10 +9,10 @@ use super::cases::dip_ends;
 use super::policies::build_spec;
 use super::report::{ArmReport, Recovery};
 use super::CompareError;
-use safegate_sim::config::Config;
-use safegate_sim::record::{Outcome, RunOptions, Series};
 use crate::verify::{Cvar, Frequency};
 use safegate_core::controllers::PolicySpec;
+use safegate_sim::config::Config;
+use safegate_sim::record::{Outcome, RunOptions, Series};
 
 /// One run of an arm, and the filter's counters when it ran.
 pub(super) struct RunResult {

@@ -33,7 +33,8 @@ pub fn probe_collapse(fractions: &[f64]) -> Vec<ProbeCollapseRow> {
                     ..CycleConfig::default()
                 })
                 .expect("valid");
-                let out = safegate_sim::fluid::simulate(&cfg, &mut p, RunOptions { record_every: Some(1), progress: None });
+                let out =
+                    safegate_sim::fluid::simulate(&cfg, &mut p, RunOptions { record_every: Some(1), progress: None });
                 let s = out.series.expect("recorded");
                 let q = |t: f64| s.queue[s.t.partition_point(|&x| x < t - 1e-9).min(s.queue.len() - 1)];
                 let (i0, i1) = (s.t.partition_point(|&x| x < at), s.t.partition_point(|&x| x < at + 2.0));

@@ -2,8 +2,8 @@
 
 use serde::Serialize;
 
-use safegate_sim::record::Series;
 use crate::verify::{Cvar, Frequency};
+use safegate_sim::record::Series;
 
 /// Per-dip recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]

@@ -44,8 +44,9 @@ pub fn run(setup: &Setup) -> Report {
             duration: 400.0,
             ..setup.base.clone()
         };
-        lowest =
-            lowest.min(safegate_sim::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_min);
+        lowest = lowest.min(
+            safegate_sim::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_min,
+        );
     }
     let no_drain = Row::new(
         "no-drain-any-health",
