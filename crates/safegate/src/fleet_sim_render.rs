@@ -13,8 +13,8 @@ use serde_json::json;
 /// The figures: the price at 0.8× and 1.2× its measured delay threshold, and the tipping
 /// curves.
 fn figures(dir: &std::path::Path, suite: &Suite, tau: f64) -> Result<Vec<String>> {
-    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
     use anyhow::Context as _;
+    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
     let (tipping, fallback) = (&suite.tipping, &suite.fallback);
     crate::out_dir::create("--figures", dir)?;
     let mut written = Vec::new();

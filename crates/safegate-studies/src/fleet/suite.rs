@@ -7,8 +7,8 @@
 use std::path::Path;
 
 use safegate_core::boundary::Boundary;
-use safegate_sim::heartbeat::{sweep, HeartbeatProcess, Pauses, Sweep, TradeoffRow};
 use safegate_core::RangeError;
+use safegate_sim::heartbeat::{sweep, HeartbeatProcess, Pauses, Sweep, TradeoffRow};
 use safegate_sim::{DipShape, HealthSchedule, HealthTrack, ScenarioError};
 
 use super::price::{equilibrium, euler_threshold, hayes_threshold, EulerThreshold};

@@ -172,10 +172,10 @@ fn four_arms(scenario: &Scenario, origin: &str) -> Result<Vec<Variant>, RunError
 }
 
 /// The sampling stride of a JSON series: every `every`-th of `steps` samples, thinned
-/// further so that at most [`MAX_SERIES_POINTS`](safegate_core::limits::MAX_SERIES_POINTS)
+/// further so that at most [`MAX_SERIES_POINTS`](safegate_sim::limits::MAX_SERIES_POINTS)
 /// are kept (a 1e6-s run would print 1.9 GB).
 pub fn json_stride(steps: u64, every: usize) -> usize {
-    let fit = steps.div_ceil(safegate_core::limits::MAX_SERIES_POINTS as u64) as usize;
+    let fit = steps.div_ceil(safegate_sim::limits::MAX_SERIES_POINTS as u64) as usize;
     every.max(fit)
 }
 
