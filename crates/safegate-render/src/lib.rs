@@ -12,6 +12,7 @@
 //! | [`verify`] | the text of a verify report |
 //! | [`falsify`] | the falsification criteria, and how their numbers read |
 //! | [`report`] | the self-contained HTML page of `safegate report` |
+//! | [`run`] | the table of `safegate run`'s runs side by side, its chart and verdicts |
 //! | [`report_data`] | what that page shows: each section's results and the samples taken |
 //!
 //! ```
@@ -31,6 +32,7 @@ pub mod markup;
 pub mod report;
 pub mod report_data;
 pub mod reproduce;
+pub mod run;
 pub mod verify;
 
 pub use markup::escape;

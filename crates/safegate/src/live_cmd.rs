@@ -15,7 +15,9 @@ use safegate_sim::variants::variants;
 use safegate_sim::{Outcome, Scenario};
 use safegate_studies::run::{toml_float, RunReport, DEFAULT_SCENARIO};
 
-use crate::run_render::{render_chart, render_table, verdict_block, ChartTo};
+use safegate_render::run::{render_chart, render_table, verdict_block};
+
+use crate::chart_to::ChartTo;
 use crate::set_arg::parse_sets;
 
 /// Flags of `safegate live`.

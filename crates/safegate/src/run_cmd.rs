@@ -11,7 +11,9 @@ use safegate_studies::run::{
 };
 
 use crate::progress;
-use crate::run_render::{mode_text, render_chart, render_table, verdict_block, ChartTo};
+use safegate_render::run::{mode_text, render_chart, render_table, verdict_block};
+
+use crate::chart_to::ChartTo;
 use crate::set_arg::parse_sets;
 
 /// Flags of `safegate run`. Every model flag overrides the scenario's value.

@@ -4,7 +4,7 @@ use std::fmt::Write as _;
 
 use safegate_sim::{Config, Scenario};
 
-use safegate_render::chart::{self, Line, Panel, Rule};
+use crate::chart::{self, Line, Panel, Rule};
 use safegate_studies::run::{RunReport, Verdict};
 
 fn describe(scenario: &Scenario, cfg: &Config, mode: &str) -> String {
@@ -44,13 +44,13 @@ fn fmt_opt(v: Option<f64>) -> String {
 }
 
 /// The mode as the description line says it: `fluid mode`, `stochastic mode`, ….
-pub(crate) fn mode_text(scenario: &Scenario) -> String {
+pub fn mode_text(scenario: &Scenario) -> String {
     format!("{} mode", scenario.run.mode)
 }
 
 /// The table of `reports`; `title` is the command (`safegate run`), `mode` how the runs
 /// were played ([`mode_text`], or the live system's own words).
-pub(crate) fn render_table(
+pub fn render_table(
     title: &str,
     mode: &str,
     scenario: &Scenario,
@@ -185,75 +185,8 @@ pub(crate) fn render_table(
     s
 }
 
-/// Where `--svg` sends a command's chart: a file, or standard output for `-` (the table then
-/// goes to standard error, where a terminal still shows it).
-#[derive(Debug, Clone, PartialEq)]
-pub(crate) enum ChartTo {
-    /// A file.
-    File(std::path::PathBuf),
-    /// Standard output (`--svg -`).
-    Stdout,
-}
-
-impl ChartTo {
-    /// The chart's destination from `--svg`, `--no-svg` and `--json`: `--svg` when given
-    /// (`-` is standard output, refused with `--json`, whose document stdout carries), else
-    /// `default` when a table is printed, else none (a `--json` run writes no file it was not
-    /// asked for).
-    pub(crate) fn from_flags(
-        svg: Option<&std::path::Path>,
-        no_svg: bool,
-        json: bool,
-        default: &str,
-    ) -> anyhow::Result<Option<Self>> {
-        Ok(match svg {
-            Some(p) if p.as_os_str() == "-" => {
-                if json {
-                    anyhow::bail!("--svg -: standard output carries the --json document; give --svg a file path");
-                }
-                Some(Self::Stdout)
-            }
-            Some(p) => Some(Self::File(p.to_path_buf())),
-            None if no_svg || json => None,
-            None => Some(Self::File(default.into())),
-        })
-    }
-
-    /// Writes `svg` there.
-    pub(crate) fn write(&self, svg: &str) -> anyhow::Result<()> {
-        use anyhow::Context as _;
-        match self {
-            Self::File(path) => {
-                std::fs::write(path, svg).with_context(|| format!("writing the chart to {}", path.display()))
-            }
-            Self::Stdout => {
-                print!("{svg}");
-                Ok(())
-            }
-        }
-    }
-
-    /// Prints the table and the other text: to standard error when the chart takes stdout.
-    /// (`print!`, so that a closed pipe or a full disk ends the command as every other
-    /// output does: `main`'s hook.)
-    pub(crate) fn say(chart: Option<&Self>, text: &str) {
-        match chart {
-            Some(Self::Stdout) => eprint!("{text}"),
-            _ => print!("{text}"),
-        }
-    }
-
-    /// The path to name in the output and the JSON (`-` for standard output).
-    pub(crate) fn shown(&self) -> String {
-        match self {
-            Self::File(p) => p.display().to_string(),
-            Self::Stdout => "-".into(),
-        }
-    }
-}
-
 /// The chart of `reports`: queue (with the safe line `line`, θ·cap), health, admit fraction.
-pub(crate) fn render_chart(
+pub fn render_chart(
     title: &str,
     mode: &str,
     scenario: &Scenario,
@@ -311,7 +244,7 @@ pub(crate) fn render_chart(
 
 /// The verdict as one line: `goodput 50.5 req/s, 78 % of the physical limit 65.0 req/s,
 /// 387.8 s (97 %) beyond θ·cap = 140`.
-pub(crate) fn verdict_line(v: &Verdict) -> String {
+pub fn verdict_line(v: &Verdict) -> String {
     format!(
         "goodput {:.1} req/s, {:.0} % of the physical limit {:.1} req/s, {:.1} s ({:.0} %) beyond θ·cap = {:.0}",
         v.goodput,
@@ -325,7 +258,7 @@ pub(crate) fn verdict_line(v: &Verdict) -> String {
 
 /// The verdict lines of `reports` (those that have one), under their heading; empty when
 /// none has a verdict.
-pub(crate) fn verdict_block(reports: &[RunReport]) -> String {
+pub fn verdict_block(reports: &[RunReport]) -> String {
     use std::fmt::Write as _;
     let mut o = String::new();
     if !reports.iter().any(|r| r.verdict.is_some()) {
