@@ -1,5 +1,4 @@
-//! `safegate live`: a scenario played by a real Redis-backed worker pool on loopback, and
-//! `safegate executor`: executors as a separate process against a live run's Redis.
+//! `safegate live`: a scenario played by a real Redis-backed worker pool on loopback.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -250,11 +249,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         anyhow::anyhow!("{}", e.to_string().replacen(&e.field, &flag, 1))
     })?;
     let live_run = LiveRun { cfg: cfg.clone(), opts, line };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let rt = crate::runtime::runtime()?;
     if let Some(url) = &args.redis {
         eprintln!(
             "note: the run starts by deleting the keys under {:?} on {} (--namespace picks another prefix)",
@@ -383,91 +378,4 @@ fn render_accounting(r: &LiveReport) -> String {
         "controller", r.decisions, r.controller_errors, r.wall_seconds, r.redis
     ));
     s
-}
-
-/// Flags of `safegate executor`.
-#[derive(Debug, Args)]
-pub(crate) struct ExecutorArgs {
-    /// The live run's Redis.
-    #[arg(long, value_name = "URL")]
-    redis: String,
-    /// The downstream's base URL (`POST URL/work`); without it jobs are no-ops.
-    #[arg(long, value_name = "URL")]
-    downstream: Option<String>,
-    /// Key prefix in Redis.
-    #[arg(long, default_value = "safegate", value_name = "NS")]
-    namespace: String,
-    /// Executors in this process.
-    #[arg(long, default_value_t = 8)]
-    executors: u32,
-    /// Slots across every process (the pool's P).
-    #[arg(long, default_value_t = 8)]
-    slots: u32,
-    /// Longest wait for one downstream call, in wall milliseconds.
-    #[arg(long, default_value_t = 5000, value_name = "MS")]
-    timeout_ms: u64,
-    /// Heartbeat time-to-live in milliseconds (a silent executor's jobs go back after it).
-    #[arg(long, default_value_t = 1000, value_name = "MS")]
-    heartbeat_ms: u64,
-}
-
-pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
-    if !(1..=1024).contains(&args.executors) {
-        anyhow::bail!("--executors {}: expected 1 to 1024", args.executors);
-    }
-    if !(1..=1024).contains(&args.slots) {
-        anyhow::bail!("--slots {}: expected 1 to 1024", args.slots);
-    }
-    if args.executors > args.slots {
-        anyhow::bail!(
-            "--executors {} is more than --slots {}: an executor takes a slot to work, so the extra ones would only wait",
-            args.executors,
-            args.slots
-        );
-    }
-    if !(100..=600_000).contains(&args.heartbeat_ms) {
-        anyhow::bail!("--heartbeat-ms {}: expected 100 to 600000", args.heartbeat_ms);
-    }
-    if !(1..=3_600_000).contains(&args.timeout_ms) {
-        anyhow::bail!("--timeout-ms {}: expected 1 to 3600000", args.timeout_ms);
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    rt.block_on(async {
-        let backlog = safegate_live::backlog::Backlog::connect(&args.redis, &args.namespace).await?;
-        if let Some(d) = &args.downstream {
-            safegate_live::downstream::probe(d).await?;
-        }
-        let pool = safegate_live::executor::Pool::start(
-            backlog,
-            safegate_live::executor::ExecutorConfig {
-                executors: args.executors,
-                slots: args.slots,
-                downstream: args.downstream.as_ref().map(|d| d.trim_end_matches('/').to_string()),
-                timeout: Duration::from_millis(args.timeout_ms),
-                heartbeat: Duration::from_millis(args.heartbeat_ms),
-                ..Default::default()
-            },
-        )
-        .await?;
-        eprintln!(
-            "safegate executor: {} executors serving {}",
-            args.executors,
-            safegate_live::backlog::redact(&args.redis)
-        );
-        // Ctrl-C or SIGTERM: finish the jobs in hand and leave (SIGKILL leaves them to the
-        // reaper).
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
-            .context("installing the SIGTERM handler")?;
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = term.recv() => {}
-        }
-        pool.stop(Duration::from_secs(5)).await;
-        anyhow::Ok(())
-    })?;
-    Ok(ExitCode::SUCCESS)
 }

@@ -15,6 +15,7 @@ mod calls;
 mod chart_to;
 mod compare_cmd;
 mod detect_cmd;
+mod executor_cmd;
 mod falsify_cmd;
 mod fleet_cmd;
 mod fleet_sim_render;
@@ -74,7 +75,7 @@ enum Command {
     Live(Box<live_cmd::LiveArgs>),
     /// Run executors as a separate process against a live run's Redis (see `live
     /// --external-executors`).
-    Executor(live_cmd::ExecutorArgs),
+    Executor(executor_cmd::ExecutorArgs),
     /// A fleet of gate processes sharing one downstream, coordinated by a price over
     /// Redis; `--outage START:LEN` stops the coordinator for a while.
     Fleet(fleet_cmd::FleetArgs),
@@ -133,7 +134,7 @@ fn main() -> ExitCode {
         Some(Command::Compare(args)) => compare_cmd::run(&args),
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),
-        Some(Command::Executor(args)) => live_cmd::executor(&args),
+        Some(Command::Executor(args)) => executor_cmd::executor(&args),
         Some(Command::Fleet(args)) => fleet_cmd::run(&args),
         Some(Command::Report(args)) => report_cmd::run(&args),
         Some(Command::FleetGate(args)) => fleet_cmd::gate(&args),
