@@ -13,7 +13,7 @@
 //! | [`telemetry`] | a user's telemetry, and the seed's boundary checklist run on it |
 //!
 //! ```
-//! use crate::experiments::Setup;
+//! use safegate_studies::experiments::Setup;
 //!
 //! let setup = Setup::default();
 //! assert_eq!(setup.base.pool.executors, 8);

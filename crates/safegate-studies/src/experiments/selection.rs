@@ -34,7 +34,7 @@ pub fn row_belongs(row: &str, experiment: &str) -> bool {
 /// asked for). No ids: every experiment, every row.
 ///
 /// ```
-/// use crate::experiments::select;
+/// use safegate_studies::experiments::select;
 ///
 /// let s = select(&["imm-false-alarm-t3".into(), "band".into()]).unwrap();
 /// let ids: Vec<&str> = s.experiments.iter().map(|e| e.id).collect();

@@ -10,7 +10,7 @@
 //! [`suite`] takes them (`safegate fleet --sim`).
 //!
 //! ```
-//! use crate::fleet::{run_fleet, FleetConfig, FleetRecord, GateConfig, GatePolicy, PriceConfig};
+//! use safegate_studies::fleet::{run_fleet, FleetConfig, FleetRecord, GateConfig, GatePolicy, PriceConfig};
 //!
 //! let cfg = FleetConfig {
 //!     gates: vec![

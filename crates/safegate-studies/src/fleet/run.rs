@@ -182,7 +182,7 @@ struct GateState {
 /// to their concurrency, and push it far past `C`:
 ///
 /// ```
-/// use crate::fleet::{run_fleet, FleetConfig, FleetRecord, GateConfig, GatePolicy};
+/// use safegate_studies::fleet::{run_fleet, FleetConfig, FleetRecord, GateConfig, GatePolicy};
 ///
 /// let cfg = FleetConfig {
 ///     gates: vec![
