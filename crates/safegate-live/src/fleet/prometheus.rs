@@ -1,48 +1,52 @@
 //! Every gate's counters in Prometheus's text format, as `/metrics` serves them during a
-//! fleet run.
+//! fleet run: through the `metrics` facade and its Prometheus exporter, with the names of
+//! [`safegate_core::names`] (a gate's admitted rate is [`names::ADMIT_RATE`], not the
+//! concurrency limit's name).
 
-use std::fmt::Write as _;
-
+use metrics::{counter, describe_counter, describe_gauge, gauge};
+use metrics_exporter_prometheus::PrometheusBuilder;
 use safegate_core::fleet::lease::Mode;
+use safegate_core::names;
 
 use super::Line;
 
-/// Every gate's counters in Prometheus's text format.
+/// Every gate's counters in Prometheus's text format, each series labelled `gate`.
 pub fn render_metrics(lines: &[Line]) -> String {
-    let mut o = String::new();
-    type Metric = (&'static str, &'static str, &'static str, fn(&Line) -> f64);
-    let metrics: [Metric; 7] = [
-        ("safegate_requests_offered_total", "counter", "Arrivals at the gate.", |l| l.offered as f64),
-        ("safegate_requests_admitted_total", "counter", "Requests admitted to the dependency.", |l| l.admitted as f64),
-        ("safegate_requests_failed_total", "counter", "Admitted requests that failed or timed out.", |l| {
-            l.failed as f64
+    let recorder = PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::with_local_recorder(&recorder, || publish(lines));
+    handle.render()
+}
+
+/// Record every gate's counters into the current recorder.
+fn publish(lines: &[Line]) {
+    type Counter = (&'static str, &'static str, fn(&Line) -> u64);
+    let counters: [Counter; 6] = [
+        (names::REQUESTS_OFFERED_TOTAL, "Arrivals at the gate.", |l| l.offered),
+        (names::REQUESTS_ADMITTED_TOTAL, "Requests admitted to the dependency.", |l| l.admitted),
+        (names::REQUESTS_FAILED_TOTAL, "Admitted requests that failed or timed out.", |l| l.failed),
+        ("safegate_fleet_grants_total", "Refreshes the coordinator answered.", |l| l.grants),
+        ("safegate_fleet_silences_total", "Refreshes that failed.", |l| l.silences),
+        ("safegate_fleet_decisions_without_price_total", "Admission decisions taken without a fresh price.", |l| {
+            l.unpriced
         }),
-        ("safegate_fleet_grants_total", "counter", "Refreshes the coordinator answered.", |l| l.grants as f64),
-        ("safegate_fleet_silences_total", "counter", "Refreshes that failed.", |l| l.silences as f64),
-        (
-            "safegate_fleet_decisions_without_price_total",
-            "counter",
-            "Admission decisions taken without a fresh price.",
-            |l| l.unpriced as f64,
-        ),
-        ("safegate_limit", "gauge", "The admitted rate in force [req/s].", |l| l.limit),
     ];
-    for (name, kind, help, get) in metrics {
-        let _ = writeln!(o, "# HELP {name} {help}\n# TYPE {name} {kind}");
+    for (name, help, get) in counters {
+        describe_counter!(name, help);
         for l in lines {
-            let _ = writeln!(o, "{name}{{gate=\"{}\"}} {}", l.id, get(l));
+            counter!(name, "gate" => l.id.clone()).absolute(get(l));
         }
     }
+    describe_gauge!(names::ADMIT_RATE, "The admitted rate in force [req/s].");
     // A state set: 1 for the mode of the gate's latest decision, 0 for the others.
-    let name = "safegate_fleet_gate_mode";
-    let _ =
-        writeln!(o, "# HELP {name} The mode of the gate's latest decision (1) among all modes.\n# TYPE {name} gauge");
+    let mode = "safegate_fleet_gate_mode";
+    describe_gauge!(mode, "The mode of the gate's latest decision (1) among all modes.");
     for l in lines {
+        gauge!(names::ADMIT_RATE, "gate" => l.id.clone()).set(l.limit);
         for m in Mode::ALL {
-            let _ = writeln!(o, "{name}{{gate=\"{}\",mode=\"{}\"}} {}", l.id, m.name(), u8::from(l.mode == m.name()));
+            gauge!(mode, "gate" => l.id.clone(), "mode" => m.name()).set(f64::from(u8::from(l.mode == m.name())));
         }
     }
-    o
 }
 
 #[cfg(test)]
@@ -57,7 +61,7 @@ mod tests {
         assert!(m.contains("safegate_fleet_gate_mode{gate=\"g3\",mode=\"share\"} 1"), "{m}");
         assert!(m.contains("safegate_fleet_gate_mode{gate=\"g3\",mode=\"granted\"} 0"), "{m}");
         assert!(m.contains("safegate_fleet_decisions_without_price_total{gate=\"g3\"} 17"), "{m}");
-        assert!(m.contains("safegate_limit{gate=\"g3\"} 18.75"), "{m}");
+        assert!(m.contains("safegate_admit_rate{gate=\"g3\"} 18.75"), "{m}");
         assert!((jain(&[1.0, 1.0]) - 1.0).abs() < 1e-12 && jain(&[0.0, 0.0]) == 1.0);
     }
 }
