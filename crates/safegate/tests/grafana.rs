@@ -25,15 +25,33 @@ fn dashboard() -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Where the published names are written: the tower layer's and the live system's
-/// `metrics.rs`, and the fleet's gates (`safegate fleet --metrics`).
+/// Where the published names are used: the tower layer's and the live system's
+/// `metrics.rs`, and the fleet's gates (`safegate fleet --metrics`); the shared names are
+/// defined in `safegate_core::names`.
 const TOWER: &str = "crates/safegate-tower/src/metrics.rs";
 const LIVE: &str = "crates/safegate-live/src/metrics.rs";
 const FLEET: &str = "crates/safegate-live/src/fleet/prometheus.rs";
 
-/// The `safegate_*` names in string literals of `files`, and which of them are histograms
-/// (whose `_bucket`, `_sum` and `_count` series are published too).
+/// The names of `safegate_core::names`: each constant's identifier and its value.
+const NAMES: &str = "crates/safegate-core/src/names.rs";
+
+fn named_constants() -> Vec<(String, String)> {
+    let src = std::fs::read_to_string(root().join(NAMES)).unwrap();
+    src.lines()
+        .filter_map(|l| {
+            let rest = l.trim().strip_prefix("pub const ")?;
+            let (ident, value) = rest.split_once(": &str = \"")?;
+            Some((ident.to_string(), value.split('"').next()?.to_string()))
+        })
+        .filter(|(_, v)| v.starts_with("safegate_"))
+        .collect()
+}
+
+/// The `safegate_*` names `files` publish, written as string literals or as
+/// `names::CONSTANT`, and which of them are histograms (whose `_bucket`, `_sum` and `_count`
+/// series are published too).
 fn published_in(files: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
+    let constants = named_constants();
     let mut names = BTreeSet::new();
     let mut histograms = BTreeSet::new();
     for file in files {
@@ -44,6 +62,15 @@ fn published_in(files: &[&str]) -> (BTreeSet<String>, BTreeSet<String>) {
                 histograms.insert(name.clone());
             }
             names.insert(name);
+        }
+        for (i, _) in src.match_indices("names::") {
+            let ident: String = src[i + 7..].chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if let Some((_, value)) = constants.iter().find(|(k, _)| *k == ident) {
+                if src[..i].ends_with("histogram!(") {
+                    histograms.insert(value.clone());
+                }
+                names.insert(value.clone());
+            }
         }
     }
     (names, histograms)
