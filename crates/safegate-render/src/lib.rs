@@ -10,6 +10,7 @@
 //! | [`reproduce`] | the table of reproduced results; an experiment's figure |
 //! | [`compare`] | the compare table and its figures (queue traces, goodput vs load) |
 //! | [`verify`] | the text of a verify report |
+//! | [`fleet`] | the fleet model suite's figures (the price around its delay threshold, the tipping curves) |
 //! | [`falsify`] | the falsification criteria, and how their numbers read |
 //! | [`report`] | the self-contained HTML page of `safegate report` |
 //! | [`run`] | the table of `safegate run`'s runs side by side, its chart and verdicts |
@@ -28,6 +29,7 @@ pub mod boundary;
 pub mod chart;
 pub mod compare;
 pub mod falsify;
+pub mod fleet;
 pub mod markup;
 pub mod report;
 pub mod report_data;

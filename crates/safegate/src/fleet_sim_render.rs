@@ -10,98 +10,17 @@ use safegate_studies::fleet::stag::{SEED_COSTS, SEED_F_STAR};
 use safegate_studies::fleet::suite::{self, price_around_threshold, DelayThreshold, FileRuns, Suite, SuiteError};
 use serde_json::json;
 
-/// The figures: the price at 0.8× and 1.2× its measured delay threshold, and the tipping
-/// curves.
+/// The suite's figures written into `dir`: their paths.
 fn figures(dir: &std::path::Path, suite: &Suite, tau: f64) -> Result<Vec<String>> {
     use anyhow::Context as _;
-    use safegate_render::chart::{render, Line, Panel, Rule, PALETTE};
-    let (tipping, fallback) = (&suite.tipping, &suite.fallback);
     crate::out_dir::create("--figures", dir)?;
     let mut written = Vec::new();
-    let mut lines = Vec::new();
-    let mut y_max: f64 = 0.0;
     let (runs, p_star) = price_around_threshold(&suite.delay.fleet, tau)?;
-    for (k, run) in runs.into_iter().enumerate() {
-        y_max = y_max.max(run.price.iter().cloned().fold(0.0, f64::max));
-        lines.push(Line {
-            name: format!("delay {:.3} s ({}× the threshold)", run.delay, run.factor),
-            color: PALETTE[k],
-            x: run.t,
-            y: run.price,
-            dashed: false,
-        });
+    for (name, svg) in safegate_render::fleet::figures(suite, tau, runs, p_star) {
+        let path = dir.join(name);
+        std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
+        written.push(path.display().to_string());
     }
-    let panel = Panel {
-        label: "price p".into(),
-        y_min: 0.0,
-        y_max: y_max * 1.05,
-        lines,
-        rules: vec![Rule { y: p_star, label: format!("p* = {p_star:.2}") }],
-    };
-    let svg = render(
-        "the price below and above its delay threshold",
-        &format!("threshold {tau:.4} s"),
-        "time [s]",
-        0.0,
-        10.0,
-        &[panel],
-    );
-    let path = dir.join("fleet-price-delay.svg");
-    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-    written.push(path.display().to_string());
-    let xs: Vec<f64> = tipping.points.iter().map(|p| p.f).collect();
-    let top = tipping.points.iter().map(|p| p.freeze.max(p.fallback)).fold(1.0, f64::max);
-    let panel = Panel {
-        label: "cost (goodput when all freeze / goodput)".into(),
-        y_min: 0.0,
-        y_max: top * 1.05,
-        lines: vec![
-            Line {
-                name: "freeze".into(),
-                color: PALETTE[1],
-                x: xs.clone(),
-                y: tipping.points.iter().map(|p| p.freeze).collect(),
-                dashed: false,
-            },
-            Line {
-                name: format!("fall back ({fallback})"),
-                color: PALETTE[0],
-                x: xs.clone(),
-                y: tipping.points.iter().map(|p| p.fallback).collect(),
-                dashed: false,
-            },
-            Line {
-                name: "seed: freeze 1 + f".into(),
-                color: PALETTE[1],
-                x: vec![0.0, 1.0],
-                y: vec![1.0, 2.0],
-                dashed: true,
-            },
-            Line {
-                name: "seed: fall back 1.1 + 0.2f".into(),
-                color: PALETTE[0],
-                x: vec![0.0, 1.0],
-                y: vec![1.1, 1.3],
-                dashed: true,
-            },
-        ],
-        rules: vec![],
-    };
-    let svg = render(
-        "freeze or fall back: the tipping share",
-        &format!(
-            "{} gates; f = share of the others falling back; f* = {}",
-            tipping.gates,
-            tipping.f_star.map_or("none".into(), |f| format!("{f:.3}"))
-        ),
-        "f",
-        0.0,
-        1.0,
-        &[panel],
-    );
-    let path = dir.join("fleet-tipping.svg");
-    std::fs::write(&path, svg).with_context(|| format!("writing {}", path.display()))?;
-    written.push(path.display().to_string());
     Ok(written)
 }
 
