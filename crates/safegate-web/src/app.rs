@@ -284,7 +284,7 @@ async fn fleet_handler(
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves the page and its API on `listener` until `shutdown` completes; then stops a
-/// playing run (its stream ends with an `error` event) and waits up to [`SHUTDOWN_WAIT`]
+/// playing run (its stream ends with an `error` event) and waits up to 10 s
 /// for it to stop its servers. Errors are the listener's.
 pub async fn serve(
     listener: tokio::net::TcpListener,

@@ -22,7 +22,7 @@ pub struct DownstreamStats {
     /// `L`).
     #[serde(default)]
     pub request_seconds: f64,
-    /// Requests waiting for a worker now (0 without [`Workers`]).
+    /// Requests waiting for a worker now (0 without [`Workers`](super::Workers)).
     #[serde(default)]
     pub waiting: u32,
     /// Requests answered 503 because every worker was busy and the queue full.

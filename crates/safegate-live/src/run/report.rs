@@ -72,7 +72,7 @@ pub struct LiveReport {
     pub planned_decisions: u64,
     /// Controller periods lost to Redis errors.
     pub controller_errors: u64,
-    /// The scrapes kept ([`LiveOptions::scrape_every`]), in Prometheus's text format.
+    /// The scrapes kept ([`LiveOptions::scrape_every`](super::LiveOptions::scrape_every)), in Prometheus's text format.
     #[serde(skip)]
     pub scrapes: Option<String>,
 }

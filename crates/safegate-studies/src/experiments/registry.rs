@@ -26,7 +26,7 @@ pub struct Experiment {
     /// Run it.
     pub run: fn(&Setup) -> Report,
     /// How its rows' ids begin (rows are named after their subject: `recovery-74.5`,
-    /// `band-80-floor`, `critical-slowing`); see [`row_belongs`].
+    /// `band-80-floor`, `critical-slowing`); see [`row_belongs`](super::row_belongs).
     pub row_prefixes: &'static [&'static str],
 }
 

@@ -97,7 +97,7 @@ pub struct CurveFit {
     /// The contention law with `p` fitted.
     pub free: ContentionFit,
     /// The log–log slope over `n ≥ 2C` (with `C` from the `p = 2` fit); `None` when fewer
-    /// than [`MIN_TAIL_POINTS`] points lie there.
+    /// than [`MIN_TAIL_POINTS`](super::MIN_TAIL_POINTS) points lie there.
     pub tail: Option<TailSlope>,
     /// The fits at 2× and 4× the largest measured `n`.
     pub tails: Vec<TailPoint>,
