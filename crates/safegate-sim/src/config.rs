@@ -144,19 +144,43 @@ impl Config {
     /// [`Config::check`], and the budget of `mode`: a stochastic run is an event per
     /// arrival, so its expected arrivals `λ·duration` must fit [`MAX_EVENTS`].
     pub fn check_for(&self, mode: crate::Mode) -> Result<(), RangeError> {
+        self.check_runs(mode, 1)
+    }
+
+    /// [`Config::check_for`] for `runs` runs of this configuration played one after the
+    /// other (a study's arms): every budget counts the work of all of them, so that a
+    /// duration each run alone could afford does not take `runs` times the promised time.
+    pub fn check_runs(&self, mode: crate::Mode, runs: usize) -> Result<(), RangeError> {
         self.check()?;
+        let k = runs.max(1) as f64;
+        let of = |what: &str| if runs > 1 { format!("{runs} runs × {what}") } else { what.to_string() };
+        if runs > 1 {
+            budget(
+                "run.duration",
+                self.duration,
+                k * self.duration / self.dt,
+                MAX_STEPS,
+                &of("run.duration / run.dt steps"),
+            )?;
+        }
         if mode == crate::Mode::Stochastic {
             let peak = self.peak_traffic();
             budget(
                 "traffic.rate",
                 self.traffic,
-                peak * self.duration,
+                k * peak * self.duration,
                 MAX_EVENTS,
-                "expected arrivals of a stochastic run (peak traffic × run.duration)",
+                &of("expected arrivals of a stochastic run (peak traffic × run.duration)"),
             )?;
             // Every piece of the health schedule (and every noise redraw) is an event too.
             let pieces = self.health.pieces_within(self.duration);
-            budget("run.duration", self.duration, pieces, MAX_EVENTS, "health pieces and noise redraws in the run")?;
+            budget(
+                "run.duration",
+                self.duration,
+                k * pieces,
+                MAX_EVENTS,
+                &of("health pieces and noise redraws in the run"),
+            )?;
         }
         if mode == crate::Mode::Stepped {
             // A stepped run draws each step's arrivals and completion candidates one
@@ -169,9 +193,9 @@ impl Config {
             budget(
                 "traffic.rate",
                 self.traffic,
-                (peak_in + peak_out) * self.duration,
+                k * (peak_in + peak_out) * self.duration,
                 MAX_EVENTS,
-                "arrivals and completion draws of a stepped run ((peak traffic + the pool's peak clearing rate) × run.duration)",
+                &of("arrivals and completion draws of a stepped run ((peak traffic + the pool's peak clearing rate) × run.duration)"),
             )?;
             budget(
                 "run.dt",

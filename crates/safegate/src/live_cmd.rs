@@ -269,7 +269,14 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let mut status = crate::progress::StatusLine::new();
     // The metrics' address, once it is bound (a free port by default).
     let mut metrics_shown = args.json;
+    // With the executors elsewhere, how they join: shown at once (even with --json, on
+    // stderr), since the run's clock is already going.
+    let mut join_shown = false;
     let mut on_progress = |p: &Progress| {
+        if let (false, Some(join)) = (join_shown, &p.join) {
+            status.note(&format!("no executor runs here: start them with\n  {join}"));
+            join_shown = true;
+        }
         if let (false, Some(addr)) = (metrics_shown, p.metrics) {
             status.note(&format!("metrics: http://{addr}/metrics"));
             metrics_shown = true;
@@ -279,6 +286,17 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
     let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();
+    if args.external_executors {
+        let acc = &report.accounting;
+        if acc.completed + acc.failed + acc.in_service == 0 {
+            anyhow::bail!(
+                "no executor served the backlog during the run ({} jobs admitted, none taken): with \
+                 --external-executors, `safegate executor` processes must join it (the command was shown \
+                 when the run started); no verdict on a run nothing served",
+                acc.admitted + acc.admitted_retries
+            );
+        }
+    }
     let tried = report.load.arrivals + report.load.retries;
     if tried > 0 && report.load.unsent as f64 > safegate_live::run::UNSENT_WARNING_SHARE * tried as f64 {
         eprintln!(
@@ -302,7 +320,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         label: format!("live: {label}"),
         policy: report.policy,
         scenario: variant.scenario.clone(),
-        verdict: safegate_studies::run::verdict(&cfg, &outcome, line),
+        verdict: safegate_studies::run::verdict_of_series(&cfg, &outcome, line),
         outcome,
         filter: report.filter,
     };

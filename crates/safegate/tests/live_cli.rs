@@ -240,3 +240,86 @@ fn a_heavy_load_leaves_the_controller_deciding_and_shortfalls_are_reported() {
         "unsent {unsent} of {tried}: {stderr}"
     );
 }
+
+/// With the executors outside the run, the command that joins them is shown as soon as the
+/// run's services are up (not at the end, when nobody can use it), and a run that no
+/// executor served gets no verdict: an error, not "goodput 0, 0 % of the physical limit".
+#[test]
+fn external_executors_are_told_how_to_join_and_a_run_nobody_served_is_refused() {
+    let _serial = serial();
+    let out = safegate(&[
+        "live",
+        "--external-executors",
+        "--duration",
+        "10",
+        "--speed",
+        "10",
+        "--no-metrics",
+        "--no-sim",
+        "--namespace",
+        "nobody",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("safegate executor --redis redis://127.0.0.1:"), "{err}");
+    assert!(err.contains("--namespace nobody"), "{err}");
+    fails_with(&out, "no executor served the backlog");
+    assert!(out.stdout.is_empty(), "no report on a run nothing served: {}", String::from_utf8_lossy(&out.stdout));
+}
+
+/// The command shown is the one that works: an executor started from it serves the run,
+/// which then reports as usual.
+#[test]
+fn an_executor_started_from_the_shown_command_serves_the_run() {
+    use std::io::BufRead;
+    let _serial = serial();
+    let mut live = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .args([
+            "live",
+            "--external-executors",
+            "--duration",
+            "30",
+            "--speed",
+            "10",
+            "--no-metrics",
+            "--no-sim",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(live.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut join = None;
+    let mut line = String::new();
+    while join.is_none() && Instant::now() < deadline {
+        line.clear();
+        if stderr.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        join = line.trim().strip_prefix("safegate executor ").map(str::to_string);
+    }
+    let join = join.expect("the join command is shown while the run goes");
+    let mut executor = Command::new(env!("CARGO_BIN_EXE_safegate"))
+        .arg("executor")
+        .args(join.split_whitespace())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Drain the rest of stderr so the run never blocks on a full pipe.
+    let rest = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = stderr.read_to_string(&mut s);
+        s
+    });
+    let mut stdout = String::new();
+    live.stdout.take().unwrap().read_to_string(&mut stdout).unwrap();
+    let status = live.wait().unwrap();
+    let _ = executor.kill();
+    let _ = executor.wait();
+    let err = rest.join().unwrap();
+    assert!(status.success(), "{err}");
+    let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert!(v["report"]["accounting"]["completed"].as_u64().unwrap() > 100, "{}", v["report"]["accounting"]);
+}

@@ -141,6 +141,7 @@ impl<'a> Controller<'a> {
                 concurrency: action.concurrency,
                 acc,
                 metrics: services.metrics.as_ref().map(MetricsServer::addr),
+                join: services.join.clone(),
             });
         }
     }

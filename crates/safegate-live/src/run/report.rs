@@ -10,7 +10,7 @@ use crate::backlog::Accounting;
 use crate::downstream::DownstreamStats;
 
 /// Progress, about four times a second.
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Progress {
     /// Model time \[s\].
     pub t: f64,
@@ -26,6 +26,11 @@ pub struct Progress {
     pub acc: Accounting,
     /// Where `/metrics` is served (the port bound for `--metrics …:0`), if it is.
     pub metrics: Option<SocketAddr>,
+    /// With the executors outside the run ([`LiveOptions::executors`] off): the command an
+    /// executor process joins it with (Redis URL, namespace, downstream, slots).
+    ///
+    /// [`LiveOptions::executors`]: super::LiveOptions::executors
+    pub join: Option<String>,
 }
 
 /// The live run's own series beside the simulator's.

@@ -36,6 +36,8 @@ pub(super) struct Services {
     pub(super) snapshot: Arc<Mutex<Snapshot>>,
     /// The executors, if they run here.
     pool: Option<Pool>,
+    /// How an executor outside joins the run (`safegate executor …`), when none run here.
+    pub(super) join: Option<String>,
     /// The load generator and its stop signal.
     load: tokio::task::JoinHandle<Arc<LoadStats>>,
     stop_load: watch::Sender<bool>,
@@ -71,6 +73,12 @@ impl Services {
             Some(addr) => Some(MetricsServer::start(addr, snapshot.clone()).await?),
             None => None,
         };
+        let join = (!opts.executors).then(|| {
+            format!(
+                "safegate executor --redis {url} --namespace {} --downstream {downstream_url} --slots {slots}",
+                opts.namespace
+            )
+        });
         let pool = if opts.executors {
             let cfg = ExecutorConfig {
                 executors: slots,
@@ -86,7 +94,7 @@ impl Services {
         };
         let (stop_load, stop_rx) = watch::channel(false);
         let load = tokio::spawn(crate::loadgen::run(backlog.clone(), clock, load_config(cfg, opts), stop_rx));
-        Ok(Services { clock, server, url, backlog, downstream, metrics, snapshot, pool, load, stop_load })
+        Ok(Services { clock, server, url, backlog, downstream, metrics, snapshot, pool, join, load, stop_load })
     }
 
     /// Wind down: arrivals stop, the executors finish their jobs (at most the run's timeout,

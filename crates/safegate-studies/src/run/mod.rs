@@ -14,4 +14,4 @@ pub use study::{
     json_doc, json_stride, run_variants, toml_float, Played, RunError, RunReport, Runs, Study, DEFAULT_ORIGIN,
     DEFAULT_SCENARIO, FILTER_BOUNDARY, POOL_BOUNDARY,
 };
-pub use verdict::{verdict, Verdict};
+pub use verdict::{physical_limit, physical_limit_of_series, verdict, verdict_of_series, verdict_with_limit, Verdict};

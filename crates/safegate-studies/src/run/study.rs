@@ -8,7 +8,7 @@ use safegate_sim::variants::{arms, variants, Variant, VariantError};
 use safegate_sim::{Config, Outcome, RunOptions, Scenario, ScenarioError};
 use serde::Serialize;
 
-use super::verdict::{verdict, Verdict};
+use super::verdict::{physical_limit, verdict_with_limit, Verdict};
 
 /// The embedded default scenario: the seed's λ = 80 band.
 pub const DEFAULT_SCENARIO: &str = include_str!("../../../../scenarios/band-80.toml");
@@ -147,6 +147,8 @@ impl Study {
             .find_map(|v| v.scenario.boundary.as_ref().map(|b| b.barrier.threshold))
             .unwrap_or(scenario.gate.threshold);
         let line = theta * cfg.pool.capacity;
+        // The runs play one after the other: their budget is counted together.
+        cfg.check_runs(scenario.run.mode, variants.len())?;
         Ok(Self { scenario, cfg, variants, line })
     }
 
@@ -190,6 +192,8 @@ pub fn run_variants(
     progress: &mut dyn FnMut(usize, f64),
 ) -> Result<Vec<RunReport>, RunError> {
     let mut reports = Vec::new();
+    // One configuration, one limit: every arm is measured against the same ideal pool.
+    let limit = physical_limit(cfg);
     for (i, Variant { label, scenario: sc, mut policy }) in variants.into_iter().enumerate() {
         let mut cb = |f: f64| progress(i, f);
         let outcome = safegate_sim::run(
@@ -199,7 +203,7 @@ pub fn run_variants(
             RunOptions { record_every: Some(stride), progress: Some(&mut cb) },
         )?;
         let filter = policy.filter_stats();
-        let verdict = verdict(cfg, &outcome, line);
+        let verdict = verdict_with_limit(&outcome, line, limit);
         reports.push(RunReport { label, policy: policy.name(), scenario: sc, outcome, filter, verdict });
     }
     Ok(reports)
@@ -268,5 +272,24 @@ mod tests {
         );
         assert_eq!(toml_float(80.0), "80.0");
         assert_eq!(json_stride(10, 3), 3);
+    }
+
+    /// The four arms play one after the other, so their steps share one budget: a duration
+    /// one arm could afford (1e8 steps at 5e6 s) but four could not is refused at once,
+    /// naming the input and the count of runs, instead of running for minutes in silence.
+    #[test]
+    fn the_arms_share_the_step_budget() {
+        let study = |d: f64| {
+            let mut sc = Scenario::from_toml(DEFAULT_SCENARIO, DEFAULT_ORIGIN).unwrap();
+            sc.run.duration = d;
+            Study::new(sc, DEFAULT_ORIGIN, DEFAULT_ORIGIN, Runs::FourArms)
+        };
+        let e = study(5e6).unwrap_err().to_string();
+        assert!(e.contains("run.duration = 5000000") && e.contains("4 runs ×") && e.contains("at most 1e8"), "{e}");
+        assert!(study(1e6).is_ok());
+        // One run alone keeps the single-run budget.
+        let mut sc = Scenario::from_toml(DEFAULT_SCENARIO, DEFAULT_ORIGIN).unwrap();
+        sc.run.duration = 5e6;
+        assert!(Study::new(sc, DEFAULT_ORIGIN, DEFAULT_ORIGIN, Runs::Variants { baseline: false }).is_ok());
     }
 }
