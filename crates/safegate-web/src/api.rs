@@ -2,7 +2,7 @@
 //! registry policy) run by the simulator and answered with the document `safegate run
 //! --json` prints. See `docs/serve.md §POST /api/run`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use safegate_core::controllers::PolicySpec;
 use safegate_core::safety::SafetyFilter;
@@ -109,9 +109,31 @@ fn toml_string(s: &str) -> String {
 }
 
 /// A request whose body is a scenario file's text (`Content-Type: application/toml`),
-/// run as it is.
-pub(crate) fn from_toml(body: &str) -> RunRequest {
-    RunRequest { scenario: Some(body.to_string()), ..RunRequest::default() }
+/// run as it is; an empty one is refused, as `safegate run` refuses an empty file.
+pub(crate) fn from_toml(body: &str) -> Result<RunRequest, ApiError> {
+    if let Some(what) = no_table_or_key(body) {
+        return Err(ApiError::bad(format!(
+            "request body: the scenario is {what} (a scenario needs at least one table or key; POST {{}} as JSON for the embedded scenarios/band-80.toml)"
+        )));
+    }
+    Ok(RunRequest { scenario: Some(body.to_string()), ..RunRequest::default() })
+}
+
+/// `Some("empty")` or `Some("empty: comments only")` when the scenario text `text` has no
+/// table and no key: it would run every default in silence. `safegate run` refuses an empty
+/// file ("the file is empty"); a text sent to the API is refused as well when it has only
+/// comments, since nothing in it says which scenario was meant. Every line of a TOML text
+/// that is neither blank nor a comment is a table header or a key (or a syntax error the
+/// parser reports), so the check is line by line.
+fn no_table_or_key(text: &str) -> Option<&'static str> {
+    let mut lines = text.trim_start_matches('\u{feff}').lines().map(str::trim).filter(|l| !l.is_empty()).peekable();
+    if lines.peek().is_none() {
+        Some("empty")
+    } else if lines.all(|l| l.starts_with('#')) {
+        Some("empty: comments only")
+    } else {
+        None
+    }
 }
 
 /// Parses a JSON request body into a run request (an empty body: every default).
@@ -121,12 +143,13 @@ pub(crate) fn parse(body: &str) -> Result<RunRequest, ApiError> {
 
 /// [`parse`] for JSON that arrives as `what` (the request body, the live stream's `run`
 /// parameter), which errors name. The JSON must be an object: serde would take an array as
-/// the fields in order (`[]` would run the defaults).
+/// the fields in order (`[]` would run the defaults). A `scenario` given with no table or
+/// key is refused; one left out (or null) is the embedded scenario.
 pub(crate) fn parse_named(body: &str, what: &str) -> Result<RunRequest, ApiError> {
     if body.trim().is_empty() {
         return Ok(RunRequest::default());
     }
-    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| ApiError::bad(format!("{what}: {e}")))?;
+    let value: serde_json::Value = serde_json::from_str(body).map_err(|e| json_error(body, what, &e))?;
     if !value.is_object() {
         let kind = match value {
             serde_json::Value::Array(_) => "an array",
@@ -140,19 +163,161 @@ pub(crate) fn parse_named(body: &str, what: &str) -> Result<RunRequest, ApiError
         )));
     }
     // Parsed again from the text so that errors keep their line and column.
-    serde_json::from_str(body).map_err(|e| ApiError::bad(format!("{what}: {e}")))
+    let req: RunRequest = serde_json::from_str(body).map_err(|e| json_error(body, what, &e))?;
+    if let Some(empty) = req.scenario.as_deref().and_then(no_table_or_key) {
+        return Err(ApiError::bad(format!(
+            "{what}: scenario is {empty} (a scenario needs at least one table or key; leave \"scenario\" out for the embedded scenarios/band-80.toml)"
+        )));
+    }
+    Ok(req)
+}
+
+/// The 400 of JSON `body` (arriving as `what`) that serde could not read. JSON has no NaN
+/// and no Infinity, which serde reports as "expected value at line 1 column 26"; a bare
+/// `NaN`, `Infinity` or `-Infinity` (in any case, `inf` too) at the error's position is
+/// named instead, with the key it is the value of:
+/// `request body: "run.duration": NaN is not JSON (…)`.
+fn json_error(body: &str, what: &str, e: &serde_json::Error) -> ApiError {
+    match non_finite_at(body, e) {
+        Some((token, Some(key))) => ApiError::bad(format!("{what}: {key}: {token} {NOT_JSON}")),
+        Some((token, None)) => ApiError::bad(format!("{what}: {token} {NOT_JSON}")),
+        None => ApiError::bad(format!("{what}: {e}")),
+    }
+}
+
+/// What [`json_error`] says of a non-finite number.
+const NOT_JSON: &str = "is not JSON (JSON numbers are finite; send a string or a finite number)";
+
+/// The bare non-finite number at the position of syntax error `e` in `body`, as written,
+/// and the key (JSON-quoted) of the innermost object it stands in, if any; `None` when the
+/// error is elsewhere, or the token is not in a value's place (`{NaN: 1}` keeps serde's
+/// "key must be a string").
+fn non_finite_at(body: &str, e: &serde_json::Error) -> Option<(String, Option<String>)> {
+    if !e.is_syntax() || e.line() == 0 {
+        return None;
+    }
+    // serde's line is 1-based and its column counts bytes from the line's start; it points
+    // at the offending byte or the one after it (`-Infinity` fails at the `I`, `nan` at the
+    // `a`, a trailing `NaN` at the `N`).
+    let line_start: usize = body.split_inclusive('\n').take(e.line() - 1).map(str::len).sum();
+    let at = (line_start + e.column().saturating_sub(1)).min(body.len());
+    let bytes = body.as_bytes();
+    let word = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.';
+    let mut start = at;
+    if !bytes.get(start).is_some_and(|&b| word(b)) {
+        start = start.checked_sub(1).filter(|&s| word(bytes[s]))?;
+    }
+    while start > 0 && word(bytes[start - 1]) {
+        start -= 1;
+    }
+    let end = start + bytes[start..].iter().take_while(|&&b| word(b)).count();
+    let token = &body[start..end];
+    let unsigned = token.strip_prefix(['+', '-']).unwrap_or(token).to_ascii_lowercase();
+    if !matches!(unsigned.as_str(), "nan" | "inf" | "infinity") {
+        return None;
+    }
+    let key = value_key(&body[..start])?;
+    Some((token.to_string(), key))
+}
+
+/// The key of the innermost object whose value (or a value in an array under it) comes
+/// right after `prefix`, a JSON text read without error up to its end: `Some(None)` at the
+/// top level or in arrays only, `None` when what comes next is an object's key, not a
+/// value.
+fn value_key(prefix: &str) -> Option<Option<String>> {
+    /// An open object (its current key, and whether a key comes next) or array.
+    enum Open {
+        Object { key: Option<String>, wants_key: bool },
+        Array,
+    }
+    let mut stack: Vec<Open> = Vec::new();
+    let mut chars = prefix.char_indices();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => {
+                // The string's end: the next quote not escaped.
+                let mut escaped = false;
+                let mut end = prefix.len();
+                for (j, c) in chars.by_ref() {
+                    match c {
+                        _ if escaped => escaped = false,
+                        '\\' => escaped = true,
+                        '"' => {
+                            end = j + 1;
+                            break;
+                        }
+                        _ => {}
+                    }
+                }
+                if let Some(Open::Object { key, wants_key: true }) = stack.last_mut() {
+                    *key = Some(prefix[i..end].to_string());
+                }
+            }
+            '{' => stack.push(Open::Object { key: None, wants_key: true }),
+            '[' => stack.push(Open::Array),
+            '}' | ']' => {
+                stack.pop();
+            }
+            ':' => {
+                if let Some(Open::Object { wants_key, .. }) = stack.last_mut() {
+                    *wants_key = false;
+                }
+            }
+            ',' => {
+                if let Some(Open::Object { wants_key, .. }) = stack.last_mut() {
+                    *wants_key = true;
+                }
+            }
+            _ => {}
+        }
+    }
+    if let Some(Open::Object { wants_key: true, .. }) = stack.last() {
+        return None;
+    }
+    let innermost = stack.iter().rev().find_map(|o| match o {
+        Open::Object { key, .. } => Some(key.clone()),
+        Open::Array => None,
+    });
+    Some(innermost.flatten())
+}
+
+/// A stream's query as a map, each key given once: a repeated key (`duration=10&duration=20`,
+/// however it is encoded) is a 400 naming it, as `safegate live` refuses a repeated flag,
+/// rather than one of its values taken in silence.
+pub(crate) fn single_valued(pairs: Vec<(String, String)>) -> Result<HashMap<String, String>, ApiError> {
+    let mut query = HashMap::with_capacity(pairs.len());
+    for (key, value) in &pairs {
+        if query.insert(key.clone(), value.clone()).is_some() {
+            let values: Vec<String> = pairs.iter().filter(|(k, _)| k == key).map(|(_, v)| format!("{v:?}")).collect();
+            return Err(ApiError::bad(format!(
+                "{}: query parameter given {} times ({}); give it once",
+                key_name(key),
+                values.len(),
+                values.join(", ")
+            )));
+        }
+    }
+    Ok(query)
+}
+
+/// A query key as errors name it.
+fn key_name(key: &str) -> String {
+    if key.is_empty() {
+        "(an empty key)".to_string()
+    } else {
+        key.to_string()
+    }
 }
 
 /// Refuses a stream's query with a key not in `keys` (a 400 naming it and listing `keys`),
 /// so that a typo does not start a run on the defaults.
-pub(crate) fn known_keys(query: &std::collections::HashMap<String, String>, keys: &[&str]) -> Result<(), ApiError> {
+pub(crate) fn known_keys(query: &HashMap<String, String>, keys: &[&str]) -> Result<(), ApiError> {
     let mut unknown: Vec<&str> = query.keys().map(String::as_str).filter(|k| !keys.contains(k)).collect();
     unknown.sort_unstable();
     match unknown.first() {
         None => Ok(()),
         Some(k) => {
-            let k = if k.is_empty() { "(an empty key)".to_string() } else { (*k).to_string() };
-            Err(ApiError::bad(format!("{k}: unknown query parameter; expected one of {}", keys.join(", "))))
+            Err(ApiError::bad(format!("{}: unknown query parameter; expected one of {}", key_name(k), keys.join(", "))))
         }
     }
 }
@@ -172,10 +337,7 @@ pub(crate) fn run(req: &RunRequest) -> Result<serde_json::Value, ApiError> {
     let line = scenario.safe_threshold() * cfg.pool.capacity;
     let reports = match policy_spec(req)? {
         None => {
-            let vs = variants(&scenario, req.baseline).map_err(|e| match e {
-                VariantError::Boundary(_) => ApiError::bad(format!("{ORIGIN} boundary: {e}")),
-                other => ApiError::bad(other.to_string()),
-            })?;
+            let vs = variants(&scenario, req.baseline).map_err(variant_error)?;
             run_variants(&cfg, vs, stride, line, &mut |_, _| {}).map_err(|e| ApiError::bad(crate::sse::chain(&e)))?
         }
         Some(spec) => run_policy(&scenario, &cfg, &spec, req.baseline, stride, line)?,
@@ -217,6 +379,24 @@ fn refuse_files(scenario: &Scenario) -> Result<(), ApiError> {
         )));
     }
     Ok(())
+}
+
+/// The 400 of a scenario whose runs cannot be built (`safegate_sim::variants`).
+pub(crate) fn variant_error(e: VariantError) -> ApiError {
+    match e {
+        VariantError::Boundary(e) => boundary_error(&e),
+        other => ApiError::bad(other.to_string()),
+    }
+}
+
+/// The 400 of the scenario's `[boundary]` that cannot build a filter:
+/// `<request>: boundary: barrier.threshold = 1.5 is out of range: …`, as `safegate run`
+/// says `FILE: boundary: …`. Said once: an error that already starts with `boundary: `
+/// (`VariantError::Boundary` adds it) does not get a second.
+pub(crate) fn boundary_error(e: &dyn std::fmt::Display) -> ApiError {
+    let text = e.to_string();
+    let text = text.strip_prefix("boundary: ").unwrap_or(&text);
+    ApiError::bad(format!("{ORIGIN}: boundary: {text}"))
 }
 
 /// The request's policy: `None` for the scenario's gate, else the registry spec.
@@ -280,12 +460,10 @@ fn run_policy(
     let mut plain = build()?;
     let mut out = Vec::new();
     if let Some(b) = &scenario.boundary {
-        let safety =
-            b.safety_config(scenario.model.capacity).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
+        let safety = b.safety_config(scenario.model.capacity).map_err(|e| boundary_error(&e))?;
         let outcome = run(&mut *plain)?;
         out.push(report(spec.to_string(), plain.name(), outcome, None));
-        let mut filter =
-            SafetyFilter::new(safety, build()?).map_err(|e| ApiError::bad(format!("{ORIGIN} boundary: {e}")))?;
+        let mut filter = SafetyFilter::new(safety, build()?).map_err(|e| boundary_error(&e))?;
         let outcome = run(&mut filter)?;
         let name = b.name.clone().unwrap_or_else(|| "boundary".into());
         out.push(report(format!("{spec}, filtered ({name})"), filter.name(), outcome, Some(*filter.stats())));
@@ -341,6 +519,69 @@ mod tests {
         let e = run(&req(r#"{"set": {"run.duration": 1e6}}"#)).unwrap_err();
         assert_eq!(e.status, 413);
         assert!(e.message.contains("320000"), "{}", e.message);
+    }
+
+    /// JSON has no NaN or Infinity; serde said "expected value at line 1 column 26".
+    #[test]
+    fn a_non_finite_number_is_named_with_its_key() {
+        for (body, said) in [
+            (r#"{"set": {"run.duration": NaN}}"#, r#"request body: "run.duration": NaN is not JSON"#),
+            (r#"{"set": {"traffic.rate": -Infinity}}"#, r#"request body: "traffic.rate": -Infinity is not JSON"#),
+            (r#"{"set":{"gate.threshold":Infinity,"x":1}}"#, r#"request body: "gate.threshold": Infinity is not JSON"#),
+            (r#"{"baseline": true, "points": nan}"#, r#"request body: "points": nan is not JSON"#),
+            (r#"{"set": {"a": 1, "b": [1, 2, -inf]}}"#, r#"request body: "b": -inf is not JSON"#),
+            (r#"{"set": {"we\"ird:,{": +INF}}"#, r#"request body: "we\"ird:,{": +INF is not JSON"#),
+            ("{\n  \"every\":\n\n      -NaN\n}", r#"request body: "every": -NaN is not JSON"#),
+            (r#"{"scenario": "ü é", "points": NaN}"#, r#"request body: "points": NaN is not JSON"#),
+            (
+                "{\r\n\"set\": {\"é\": 1,\r\n \"traffic.rate\": Infinity}}",
+                r#"request body: "traffic.rate": Infinity is not JSON"#,
+            ),
+            ("NaN", "request body: NaN is not JSON"),
+            ("[1, Infinity]", "request body: Infinity is not JSON"),
+        ] {
+            let e = parse(body).unwrap_err();
+            assert_eq!(e.status, 400);
+            assert!(e.message.starts_with(said) && e.message.ends_with(NOT_JSON), "{body}: {}", e.message);
+        }
+        let e = parse_named(r#"{"set": {"traffic.rate": NaN}}"#, "run").unwrap_err();
+        assert!(e.message.starts_with(r#"run: "traffic.rate": NaN is not JSON"#), "{}", e.message);
+        // Other syntax errors keep serde's message, a NaN in a key's place too.
+        for (body, said) in [
+            (r#"{NaN: 1}"#, "key must be a string"),
+            (r#"{"a": 1, NaN: 2}"#, "key must be a string"),
+            (r#"{"points": Nope}"#, "expected value"),
+            (r#"{"points": 1,}"#, "trailing comma"),
+            (r#"{"points": NaNa}"#, "expected value"),
+        ] {
+            let e = parse(body).unwrap_err();
+            assert!(e.message.contains(said) && !e.message.contains("not JSON"), "{body}: {}", e.message);
+        }
+        // A string is not a number.
+        assert!(parse(r#"{"set": {"traffic.rate": "NaN"}}"#).is_ok());
+    }
+
+    /// `VariantError::Boundary` says `boundary: …`, and the API said it again.
+    #[test]
+    fn a_boundary_error_says_boundary_once() {
+        for body in [
+            r#"{"set": {"boundary.barrier.threshold": 1e-320}}"#,
+            r#"{"set": {"boundary.barrier.threshold": 1.5}}"#,
+            r#"{"set": {"boundary.barrier.threshold": -0.5}, "baseline": true}"#,
+            r#"{"policy": "gradient2", "set": {"boundary.barrier.threshold": 1.5}}"#,
+            r#"{"policy": "vegas+pool", "set": {"boundary.barrier.threshold": 1e-320}}"#,
+        ] {
+            let e = run(&req(body)).unwrap_err();
+            assert_eq!(e.status, 400);
+            // Where a range rule is checked is safegate-core's affair: only the prefix is
+            // this crate's.
+            assert!(
+                e.message.starts_with("<request>: ") && e.message.contains("barrier.threshold"),
+                "{body}: {}",
+                e.message
+            );
+            assert!(e.message.matches("boundary:").count() <= 1, "{body}: {}", e.message);
+        }
     }
 
     #[test]

@@ -20,13 +20,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::Bytes;
+use axum::extract::rejection::QueryRejection;
 use axum::extract::{DefaultBodyLimit, FromRequest as _, Query, Request, State};
 use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulShutdown;
+use hyper_util::service::TowerToHyperService;
 use safegate_core::controllers::PolicySpec;
 use safegate_live::fleet::GateCommand;
+use tokio::net::TcpListener;
 use tokio::sync::Semaphore;
 
 use crate::{api, fleet, live, sse};
@@ -64,6 +69,11 @@ const CONCURRENT_RUNS: usize = 2;
 /// Longest wait for a request's body: a client that declares `Content-Length: 100` and
 /// sends 2 bytes gets a 408 then, rather than holding a connection (and a task) for ever.
 pub(crate) const BODY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Longest wait for a request's head (its request line and headers), from when the
+/// connection is ready for one: a client that connects and sends `GET / HT` and no more is
+/// disconnected then, rather than holding a connection (and a task) for ever. A keep-alive
+/// connection left idle is closed after as long.
+pub(crate) const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 /// The media types `POST /api/run` takes. Anything else, `text/plain` and form posts above
 /// all (a page on any origin can send those without a CORS preflight), is a 415.
 const ACCEPTED_TYPES: &str = "application/json or application/toml";
@@ -97,14 +107,14 @@ fn policy_options() -> String {
 /// The server's routes: the pages and their assets, `POST /api/run` and the two streams.
 #[cfg(test)]
 pub(crate) fn app() -> Router {
-    app_with(BODY_TIMEOUT)
+    router(test_state(BODY_TIMEOUT))
 }
 
-/// [`app`], waiting at most `body_timeout` for a request's body.
+/// The tests' server state, waiting at most `body_timeout` for a request's body.
 #[cfg(test)]
-fn app_with(body_timeout: Duration) -> Router {
+fn test_state(body_timeout: Duration) -> Arc<AppState> {
     let gate = GateCommand { program: "safegate".into(), args: vec!["fleet-gate".into()] };
-    router(state(body_timeout, ServeConfig { gate }))
+    state(body_timeout, ServeConfig { gate })
 }
 
 /// The server's state, waiting at most `body_timeout` for a request's body.
@@ -140,6 +150,7 @@ fn router(state: Arc<AppState>) -> Router {
         .route("/api/fleet/stream", get(fleet_handler))
         // After the routes: it is set on each of them.
         .method_not_allowed_fallback(method_not_allowed)
+        .fallback(not_found)
         .layer(DefaultBodyLimit::max(api::MAX_BODY_BYTES))
         .with_state(state)
 }
@@ -152,6 +163,22 @@ fn page(html: String) -> Response {
 fn error(status: StatusCode, message: &str) -> Response {
     let body = serde_json::json!({ "error": message }).to_string();
     (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+/// The error of a request the API refused, with its status.
+fn api_error(e: &api::ApiError) -> Response {
+    error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message)
+}
+
+/// A path that leads nowhere: a 404 as `{"error"}` naming it, as every other error is.
+async fn not_found(method: Method, uri: Uri) -> Response {
+    error(
+        StatusCode::NOT_FOUND,
+        &format!(
+            "{method} {}: not found; the pages are /, /live and /fleet, the API POST /api/run, GET /api/live/stream and GET /api/fleet/stream",
+            uri.path()
+        ),
+    )
 }
 
 /// A 405 as `{"error"}` (axum keeps its `Allow` header).
@@ -213,17 +240,17 @@ async fn run_handler(State(state): State<Arc<AppState>>, request: Request) -> Re
         return error(StatusCode::BAD_REQUEST, "request body: not UTF-8");
     };
     let toml = kind == BodyType::Toml;
-    let parsed = if toml { Ok(api::from_toml(text)) } else { api::parse(text) };
+    let parsed = if toml { api::from_toml(text) } else { api::parse(text) };
     let req = match parsed {
         Ok(r) => r,
-        Err(e) => return error(StatusCode::BAD_REQUEST, &e.message),
+        Err(e) => return api_error(&e),
     };
     let Ok(_permit) = state.runs.acquire().await else {
         return error(StatusCode::SERVICE_UNAVAILABLE, "shutting down");
     };
     match tokio::task::spawn_blocking(move || api::run(&req)).await {
         Ok(Ok(doc)) => ([(header::CONTENT_TYPE, "application/json")], doc.to_string()).into_response(),
-        Ok(Err(e)) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
+        Ok(Err(e)) => api_error(&e),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, &format!("the run failed: {e}")),
     }
 }
@@ -243,8 +270,17 @@ fn one_at_a_time(
     };
     match start(query, sse::Slot { permit, stop: sse::Stop(state.stop.subscribe()) }) {
         Ok(sse) => sse,
-        Err(e) => error(StatusCode::from_u16(e.status).unwrap_or(StatusCode::BAD_REQUEST), &e.message),
+        Err(e) => api_error(&e),
     }
+}
+
+/// A stream's query with each key given once (a 400 naming a repeated one, see
+/// [`api::single_valued`]), or the 400 of a query that does not decode.
+fn stream_query(
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
+) -> Result<HashMap<String, String>, api::ApiError> {
+    let Query(pairs) = query.map_err(|e| api::ApiError::bad(format!("query: {}", e.body_text())))?;
+    api::single_valued(pairs)
 }
 
 /// A browser sends `Origin` with a cross-origin `EventSource` and none with the page's own
@@ -266,40 +302,88 @@ fn foreign_origin(headers: &HeaderMap) -> Option<Response> {
 async fn live_handler(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
-    foreign_origin(&headers).unwrap_or_else(|| one_at_a_time(&state, &query, live::stream))
+    foreign_origin(&headers).unwrap_or_else(|| match stream_query(query) {
+        Ok(query) => one_at_a_time(&state, &query, live::stream),
+        Err(e) => api_error(&e),
+    })
 }
 
 async fn fleet_handler(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
-    Query(query): Query<HashMap<String, String>>,
+    query: Result<Query<Vec<(String, String)>>, QueryRejection>,
 ) -> Response {
-    foreign_origin(&headers)
-        .unwrap_or_else(|| one_at_a_time(&state, &query, |q, slot| fleet::stream(q, slot, state.gate.clone())))
+    foreign_origin(&headers).unwrap_or_else(|| match stream_query(query) {
+        Ok(query) => one_at_a_time(&state, &query, |q, slot| fleet::stream(q, slot, state.gate.clone())),
+        Err(e) => api_error(&e),
+    })
 }
 
 /// Longest wait on shutdown for a playing run to stop its servers.
 const SHUTDOWN_WAIT: Duration = Duration::from_secs(10);
 
 /// Serves the page and its API on `listener` until `shutdown` completes; then stops a
-/// playing run (its stream ends with an `error` event) and waits up to 10 s
-/// for it to stop its servers. Errors are the listener's.
+/// playing run (its stream ends with an `error` event), lets the open connections finish
+/// their responses, and waits up to 10 s for the run to stop its servers. A connection
+/// that has not sent a whole request head 10 s after it could have is closed. No error
+/// ends it: a failed accept (out of file descriptors) is retried a second later, as
+/// `axum::serve` does.
 pub async fn serve(
-    listener: tokio::net::TcpListener,
+    listener: TcpListener,
     config: ServeConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<Stopped> {
-    let state = state(BODY_TIMEOUT, config);
-    let stopping = state.clone();
-    axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(async move {
-            shutdown.await;
-            // A playing run's stream ends with an `error` event once its future is dropped.
-            stopping.stop.send_replace(true);
-        })
-        .await?;
+    serve_with(listener, state(BODY_TIMEOUT, config), HEADER_TIMEOUT, shutdown).await
+}
+
+/// [`serve`] with `state`, closing a connection whose request head takes longer than
+/// `header_timeout` ([`HEADER_TIMEOUT`], shorter in the tests). Its own accept loop over
+/// hyper, since `axum::serve` sets no header read timeout.
+async fn serve_with(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    header_timeout: Duration,
+    shutdown: impl Future<Output = ()> + Send,
+) -> std::io::Result<Stopped> {
+    let app = router(state.clone());
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(header_timeout);
+    let connections = GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // A connection reset before it was accepted is that connection's
+                    // affair; anything else (EMFILE) would come back at once.
+                    if !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::ConnectionRefused
+                            | std::io::ErrorKind::ConnectionAborted
+                            | std::io::ErrorKind::ConnectionReset
+                    ) {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let connection = http.serve_connection(TokioIo::new(stream), TowerToHyperService::new(app.clone()));
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            // A connection's error (a reset, a header timeout) ends that connection only.
+            let _ = connection.await;
+        });
+    }
+    drop(listener);
+    // A playing run's stream ends with an `error` event once its future is dropped.
+    state.stop.send_replace(true);
+    // Idle connections close now; the others after the response they are sending.
+    connections.shutdown().await;
     // The run's thread frees the slot after its servers are stopped: wait for it (the
     // process would otherwise end first and leave its redis-server running).
     let stopped = match tokio::time::timeout(SHUTDOWN_WAIT, state.live.acquire()).await {
@@ -464,7 +548,8 @@ mod tests {
         use std::io::{Read as _, Write as _};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
-        let server = tokio::spawn(async move { axum::serve(listener, app_with(Duration::from_millis(300))).await });
+        let state = test_state(Duration::from_millis(300));
+        let server = tokio::spawn(serve_with(listener, state, HEADER_TIMEOUT, std::future::pending()));
         let answer = tokio::task::spawn_blocking(move || {
             let mut s = std::net::TcpStream::connect(addr).unwrap();
             s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
@@ -521,6 +606,113 @@ mod tests {
             let resp = app().oneshot(req(None)).await.unwrap();
             assert_eq!(resp.status(), StatusCode::BAD_REQUEST, "{path}");
         }
+    }
+
+    /// A request line sent in part and never finished: the connection is closed once the
+    /// header timeout has passed (it was held for ever), with no answer; a whole request on
+    /// another connection is still served, and the server stops cleanly when told to.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_request_head_that_never_ends_is_closed_after_the_header_timeout() {
+        use std::io::{Read as _, Write as _};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let state = test_state(BODY_TIMEOUT);
+        let server = tokio::spawn(serve_with(listener, state, Duration::from_millis(300), async move {
+            let _ = stopped.await;
+        }));
+        let exchange = move |request: &'static str| {
+            let mut s = std::net::TcpStream::connect(addr).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+            let started = std::time::Instant::now();
+            s.write_all(request.as_bytes()).unwrap();
+            let mut out = Vec::new();
+            // Ends when the server closes the connection; a read timeout fails the test.
+            s.read_to_end(&mut out).unwrap();
+            (String::from_utf8_lossy(&out).into_owned(), started.elapsed())
+        };
+        for partial in
+            ["GET /api/run HT", "GET / HTTP/1.1\r\nHost: x\r\n", "G", "POST /api/run HTTP/1.1\r\nContent-Type: appl"]
+        {
+            let (text, took) = tokio::task::spawn_blocking(move || exchange(partial)).await.unwrap();
+            assert_eq!(text, "", "{partial:?}: no answer, only a close");
+            assert!(took >= Duration::from_millis(250) && took < Duration::from_secs(3), "{partial:?}: {took:?}");
+        }
+        let (text, _) = tokio::task::spawn_blocking(move || {
+            exchange("GET /app.css HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        })
+        .await
+        .unwrap();
+        assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+        stop.send(()).unwrap();
+        let stopped = tokio::time::timeout(Duration::from_secs(5), server).await.expect("stopped within 5 s");
+        assert_eq!(stopped.unwrap().unwrap(), Stopped::Clean);
+    }
+
+    /// Every error is `{"error"}` naming what was asked for, a path that leads nowhere too.
+    #[tokio::test]
+    async fn an_unknown_path_is_a_json_404_naming_it() {
+        for (method, path) in [("GET", "/nope"), ("POST", "/api/run/"), ("DELETE", "/api"), ("GET", "/live/x.js")] {
+            let req = Request::builder().method(method).uri(path).body(Body::empty()).unwrap();
+            let resp = app().oneshot(req).await.unwrap();
+            assert_eq!(resp.status(), StatusCode::NOT_FOUND, "{method} {path}");
+            assert_eq!(resp.headers().get(header::CONTENT_TYPE).unwrap(), "application/json");
+            let v: serde_json::Value =
+                serde_json::from_slice(&axum::body::to_bytes(resp.into_body(), 1 << 20).await.unwrap()).unwrap();
+            let e = v["error"].as_str().unwrap();
+            assert!(e.starts_with(&format!("{method} {path}: not found")), "{e}");
+        }
+    }
+
+    /// `safegate live` refuses a repeated flag; the streams took the last value.
+    #[tokio::test]
+    async fn a_repeated_query_parameter_is_refused_by_both_streams() {
+        for (uri, key, values) in [
+            ("/api/live/stream?duration=10&duration=20", "duration", "(\"10\", \"20\")"),
+            ("/api/live/stream?run=%7B%7D&speed=2&run=%7B%7D", "run", "(\"{}\", \"{}\")"),
+            ("/api/live/stream?speed=1&sp%65ed=1&speed=1", "speed", "3 times"),
+            ("/api/fleet/stream?nodes=2&nodes=3", "nodes", "(\"2\", \"3\")"),
+            ("/api/fleet/stream?outage=&mode=freeze&outage=none", "outage", "(\"\", \"none\")"),
+            ("/api/fleet/stream?=1&=2", "(an empty key)", "2 times"),
+        ] {
+            let (s, body) = get_text(app(), uri).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{uri}: {body}");
+            let v: serde_json::Value = serde_json::from_str(&body).unwrap();
+            let e = v["error"].as_str().unwrap();
+            assert!(e.starts_with(&format!("{key}: query parameter given ")) && e.contains(values), "{uri}: {e}");
+        }
+    }
+
+    /// An empty `scenario` (or TOML body), or one of comments only, ran the embedded
+    /// band-80 in silence; `{}` and an empty JSON body still do, as documented.
+    #[tokio::test]
+    async fn an_explicitly_empty_scenario_is_refused() {
+        for (ty, body, start) in [
+            ("application/json", r#"{"scenario": ""}"#, "request body: scenario is empty ("),
+            ("application/json", r#"{"scenario": "\n \t\r\n"}"#, "request body: scenario is empty ("),
+            (
+                "application/json",
+                r##"{"scenario": "\n# x = 1\n  #[traffic]"}"##,
+                "request body: scenario is empty: comments only",
+            ),
+            ("application/toml", "", "request body: the scenario is empty ("),
+            ("application/toml", "\u{feff}\r\n\t", "request body: the scenario is empty ("),
+            ("application/toml", "# nothing\n\n", "request body: the scenario is empty: comments only"),
+        ] {
+            let (s, v) = post_as(ty, body).await;
+            assert_eq!(s, StatusCode::BAD_REQUEST, "{body:?}: {v}");
+            let e = v["error"].as_str().unwrap();
+            assert!(e.starts_with(start) && e.contains("at least one table or key"), "{body:?}: {e}");
+        }
+        for body in ["", "{}", r#"{"scenario": null}"#] {
+            let (s, v) = post(body).await;
+            assert_eq!((s, v["scenario"]["name"].as_str()), (StatusCode::OK, Some("band-80")), "{body:?}");
+        }
+        let (s, v) = post_as("application/toml", "# a comment, then a key\n[traffic]\nrate = 55\n").await;
+        assert_eq!((s, v["scenario"]["traffic"]["rate"].as_f64()), (StatusCode::OK, Some(55.0)));
+        let (s, body) = get_text(app(), "/api/live/stream?run=%7B%22scenario%22%3A%22%20%22%7D").await;
+        assert_eq!(s, StatusCode::BAD_REQUEST);
+        assert!(body.contains("run: scenario is empty"), "{body}");
     }
 
     async fn get_text(app: Router, uri: &str) -> (StatusCode, String) {

@@ -52,7 +52,7 @@ fn parse(query: &HashMap<String, String>) -> Result<(LiveRun, LivePolicy), ApiEr
     let (scenario, cfg) = api::resolve(&req)?;
     let policy = match api::policy_spec(&req)? {
         None => {
-            let v = variants(&scenario, false).map_err(|e| ApiError::bad(format!("{ORIGIN}: {e}")))?;
+            let v = variants(&scenario, false).map_err(api::variant_error)?;
             LivePolicy::from(v.into_iter().next_back().ok_or_else(|| ApiError::bad("no policy"))?.policy)
         }
         Some(spec) => LivePolicy::from_spec(&spec, &cfg, scenario.boundary.as_ref())
