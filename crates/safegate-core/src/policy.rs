@@ -113,6 +113,15 @@ pub trait Policy {
 
     /// A short, stable name for reports (`"seed-gate"`, `"open"`, …).
     fn name(&self) -> &'static str;
+
+    /// How soon the policy wants its next decision \[s\], when that is sooner than its
+    /// actuator's period (`None`, the default: the period is fine). An actuator that
+    /// decides on a clock (the tower layer) may honour it; one that decides every step (the
+    /// simulators) already does. [`Peak`](crate::controllers::Peak)'s opening asks for a
+    /// tenth of its period, so that it doubles once per round trip, not once per period.
+    fn next_decision_within(&self) -> Option<f64> {
+        None
+    }
 }
 
 impl<P: Policy + ?Sized> Policy for Box<P> {
@@ -121,5 +130,8 @@ impl<P: Policy + ?Sized> Policy for Box<P> {
     }
     fn name(&self) -> &'static str {
         (**self).name()
+    }
+    fn next_decision_within(&self) -> Option<f64> {
+        (**self).next_decision_within()
     }
 }

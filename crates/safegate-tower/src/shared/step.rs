@@ -199,7 +199,17 @@ impl Shared {
             return None;
         }
         p.next_decision_ns.store(now_ns + self.settings.period_ns, Ordering::Relaxed);
-        Some(self.step(&mut c, now_ns))
+        let report = self.step(&mut c, now_ns);
+        // A nominal may ask for its next decision sooner (`peak`'s opening: once per round
+        // trip). Reject mode only: there the nominal runs alone, while the safety filter of
+        // queue mode is stated per decision period.
+        if self.settings.mode == Mode::Reject {
+            if let Some(within) = c.filter.nominal().next_decision_within() {
+                let ns = (within * 1e9).clamp(1e5, self.settings.period_ns as f64) as u64;
+                p.next_decision_ns.store(now_ns + ns, Ordering::Relaxed);
+            }
+        }
+        Some(report)
     }
 
     /// One decision: observe, run nominal + filter, publish limit, shares, reason, hint.

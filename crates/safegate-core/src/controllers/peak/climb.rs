@@ -12,13 +12,16 @@ const CHEAPER: f64 = 0.05;
 /// `latency_floor`).
 const NO_DEARER: f64 = 0.02;
 
+/// Most the hold between probe rounds is stretched for a coarse grid and slow probes.
+const MAX_SCALE: u32 = 32;
+
 /// Most doublings of the hold between probe rounds (4 periods → 64 at most: 3.2 s at 50 ms).
 const MAX_CALM: u32 = 4;
 
 impl Peak {
     /// Start a trial at grid point `i` measuring `len` periods (after a settle if the
     /// limit changes).
-    fn go(&mut self, i: usize, len: u32) {
+    pub(super) fn go(&mut self, i: usize, len: u32) {
         self.stage = if i == self.target { Stage::Measure } else { Stage::Settle(0) };
         self.target = i;
         self.trial = Trial::default();
@@ -29,7 +32,10 @@ impl Peak {
     /// from home.
     fn neighbour(&self, up: bool, stride: usize) -> Option<usize> {
         let last = self.grid.len() - 1;
-        let i = if up { (self.home + stride).min(last) } else { self.home.saturating_sub(stride) };
+        // The opening's bracket: the level whose service time rose is not probed again
+        // before the first round ends.
+        let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last));
+        let i = if up { (self.home + stride).min(top) } else { self.home.saturating_sub(stride) };
         (i != self.home).then_some(i)
     }
 
@@ -73,15 +79,6 @@ impl Peak {
         let t = self.trial;
         let i = self.target;
         let saturated = t.periods > 0 && 2 * t.saturated >= t.periods;
-        if std::mem::take(&mut self.opening) && saturated {
-            // The load filled the maximum: overload. Start the climb low, where a
-            // collapsing backend is not deep in its collapse.
-            self.home = self.start;
-            self.slow_start = true;
-            self.up = true;
-            self.stride = 1;
-            return self.go(self.start, self.cfg.trial_periods);
-        }
         if !saturated {
             return self.app_limited(i, t.max_in_flight);
         }
@@ -92,6 +89,8 @@ impl Peak {
                 None => self.go(i, self.cfg.trial_periods),
             };
         }
+        // How much longer than planned this probe ran (waiting for its completions).
+        self.stretch = (t.periods / self.cfg.trial_periods.max(1)).clamp(1, 8);
         let Some(p) = self.usable(i, now) else {
             // The noise guard: a probe is compared only once its bin holds enough samples.
             return self.go(i, self.cfg.trial_periods);
@@ -139,12 +138,31 @@ impl Peak {
         self.stride = 1;
         if self.losses >= 2 {
             self.losses = 0;
-            let hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM));
+            self.ceiling = None;
+            // Probing costs throughput in proportion to how far a probe is from home and how
+            // long it takes: the hold between rounds grows with both (`coarseness`, and
+            // `stretch`: a slow backend's probes wait for their completions), so that the
+            // share of time spent probing stays about the same on every backend.
+            let scale = (self.coarseness() * self.stretch).min(MAX_SCALE);
+            let hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM)).saturating_mul(scale);
             self.calm += 1;
             self.go(self.home, hold);
         } else {
             self.next_probe();
         }
+    }
+
+    /// How much coarser than `step` the grid is around home, rounded up (at least 1): at
+    /// small limits the neighbours are whole requests apart (home 2 probes 1 and 3, ±50 %
+    /// where the grid's step is 10 %), and each probe costs as much more throughput, so the
+    /// hold between probe rounds is that much longer (the same share of time lost to
+    /// probing as on a fine grid).
+    fn coarseness(&self) -> u32 {
+        let h = f64::from(self.grid[self.home]);
+        let up = self.grid.get(self.home + 1).map_or(0.0, |&g| f64::from(g) - h);
+        let down = self.home.checked_sub(1).map_or(0.0, |i| h - f64::from(self.grid[i]));
+        let rel = up.max(down) / h;
+        (rel / self.cfg.step).ceil().clamp(1.0, 16.0) as u32
     }
 
     /// The trial at grid point `i` did not fill the limit: never lower it; drift up when
@@ -157,6 +175,7 @@ impl Peak {
         self.home = h;
         self.losses = 0;
         self.calm = 0;
+        self.ceiling = None;
         if !self.slow_start {
             self.up = true;
             self.stride = 1;

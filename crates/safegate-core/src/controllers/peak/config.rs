@@ -44,11 +44,15 @@ pub struct PeakConfig {
     /// same throughput, `≥ 0`. Default 0.25 ms: below it a difference is the scheduler's,
     /// not a queue worth shedding for (a fast service climbs out of the way).
     pub latency_floor: f64,
-    /// Open at the maximum, and start the climb at `initial_limit` only once the load
-    /// fills it (a load that never reaches the maximum is never shed). Default true; the
-    /// cost is one trial deep in a collapsing backend's collapse and its drain (~0.5 s),
-    /// the gain that a healthy fast service is not shed while the climb finds its room.
+    /// Open with a slow start by round trips (`open.rs`): from `open_limit`, double the
+    /// limit each round trip the load presses it with the service time at its floor; the
+    /// first rise of the service time ends the opening and the climb starts at the last
+    /// level served at the floor. Default true. Off, the climb starts at `initial_limit`
+    /// with its own slow start (a probe of the doubling every trial).
     pub open_start: bool,
+    /// Where the opening starts. Default 2: a backend that collapses past two requests is
+    /// not overrun, and a fast one is opened to a limit of 256 in 7 round trips.
+    pub open_limit: f64,
 }
 
 impl Default for PeakConfig {
@@ -70,6 +74,7 @@ impl Default for PeakConfig {
             shift: 0.25,
             latency_floor: 2.5e-4,
             open_start: true,
+            open_limit: 2.0,
         }
     }
 }
@@ -84,6 +89,7 @@ impl PeakConfig {
         let max_limit = max_limit.min(MAX_LIMIT);
         let min_limit = min_limit.min(max_limit);
         let initial_limit = d.initial_limit.clamp(min_limit, max_limit);
-        Self { actuator, min_limit, initial_limit, max_limit, interval: setting.period, ..d }
+        let open_limit = d.open_limit.clamp(min_limit, max_limit);
+        Self { actuator, min_limit, initial_limit, max_limit, open_limit, interval: setting.period, ..d }
     }
 }

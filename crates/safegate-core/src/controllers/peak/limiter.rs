@@ -4,6 +4,7 @@
 
 use super::config::{PeakConfig, MAX_LIMIT};
 use super::curve::{grid, Bin};
+use super::open::{Opening, OPEN_CADENCE};
 use super::trial::{PeriodLoad, Stage, Trial};
 use crate::controllers::{check_limits, Sampler};
 use crate::error::check;
@@ -20,10 +21,11 @@ use crate::RangeError;
 ///
 /// let setting = Setting { capacity: 256.0, executors: 256, period: 0.05 };
 /// let cfg = PeakConfig::for_setting(Actuator::Executors, &setting);
-/// // It opens at the maximum: a load that never fills it is never shed …
+/// // It opens low and doubles each round trip the load presses it at the service's floor …
 /// let mut p = Peak::new(cfg).unwrap();
-/// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(256));
-/// // … and climbs from 8 once one does (or from the start, with the opening off).
+/// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(2));
+/// assert!(p.is_opening());
+/// // … or climbs from 8 at once, with the opening off.
 /// let mut p = Peak::new(PeakConfig { open_start: false, ..cfg }).unwrap();
 /// assert_eq!(p.decide(&Observation::new(0.0, 0.0, 256.0)).concurrency, Some(8));
 /// ```
@@ -40,14 +42,17 @@ pub struct Peak {
     pub(super) up: bool,
     pub(super) stride: usize,
     pub(super) losses: u8,
-    /// The opening trial at the maximum is running (see [`PeakConfig::open_start`]).
-    pub(super) opening: bool,
-    /// The grid point of `initial_limit`, where the climb starts.
-    pub(super) start: usize,
+    /// The opening (see [`PeakConfig::open_start`] and `open.rs`), while it runs.
+    pub(super) open: Option<Opening>,
     /// Probe rounds in a row that confirmed home: each doubles the next hold, up to
     /// `2^MAX_CALM` times `hold_periods` (probing costs throughput; a settled climb probes
     /// less often). Reset by a move, an app-limited trial or a shift of home's rate.
     pub(super) calm: u32,
+    /// The grid point whose service time rose in the opening: the first probe round stays
+    /// below it.
+    pub(super) ceiling: Option<usize>,
+    /// How many times longer than `trial_periods` the last probe ran (at least 1).
+    pub(super) stretch: u32,
     pub(super) stage: Stage,
     pub(super) trial: Trial,
     pub(super) trial_len: u32,
@@ -60,6 +65,7 @@ impl Peak {
     /// A limiter with `cfg`, range-checked.
     pub fn new(cfg: PeakConfig) -> Result<Self, RangeError> {
         check_limits(cfg.min_limit, cfg.initial_limit, cfg.max_limit)?;
+        check::positive("open_limit", cfg.open_limit)?;
         check::within("max_limit", cfg.max_limit, cfg.min_limit, MAX_LIMIT, "[min_limit, 1e6]")?;
         check::within("step", cfg.step, 0.05, 1.0, "[0.05, 1]")?;
         check::within("tolerance", cfg.tolerance, 0.0, 0.5, "[0, 0.5]")?;
@@ -74,7 +80,9 @@ impl Peak {
         check::non_negative("latency_floor", cfg.latency_floor)?;
         let grid = grid(cfg.min_limit.floor() as u32, cfg.max_limit.floor() as u32, cfg.step);
         let start = grid.iter().rposition(|&g| f64::from(g) <= cfg.initial_limit).unwrap_or(0);
-        let home = if cfg.open_start { grid.len() - 1 } else { start };
+        // Within the bounds (a minimum above 2 opens at the minimum).
+        let open_at = grid.iter().rposition(|&g| f64::from(g) <= cfg.open_limit).unwrap_or(0);
+        let home = if cfg.open_start { open_at } else { start };
         let max_stride = (2f64.ln() / (1.0 + cfg.step).ln()).ceil().max(1.0) as usize;
         Ok(Self {
             bins: vec![Bin::default(); grid.len()],
@@ -86,9 +94,10 @@ impl Peak {
             up: true,
             stride: 1,
             losses: 0,
-            opening: cfg.open_start,
-            start,
+            open: cfg.open_start.then(Opening::new),
             calm: 0,
+            ceiling: None,
+            stretch: 1,
             stage: Stage::Measure,
             trial: Trial::default(),
             trial_len: cfg.trial_periods,
@@ -107,6 +116,11 @@ impl Peak {
     /// The limit the climb holds (the one probes are compared with).
     pub fn home(&self) -> u32 {
         self.grid[self.home]
+    }
+
+    /// Whether the opening (the slow start by round trips) is still running.
+    pub fn is_opening(&self) -> bool {
+        self.open.is_some()
     }
 
     /// Whether it is still in slow start.
@@ -131,6 +145,16 @@ impl Policy for Peak {
         if self.admitted0.is_nan() {
             self.admitted0 = obs.admitted;
         }
+        if self.open.is_some() {
+            self.open_step(obs);
+            if self.open.is_some() {
+                // The climb's periods start when the opening ends.
+                self.load = PeriodLoad::default();
+                self.admitted0 = obs.admitted;
+                let _ = self.sampler.poll(obs, 0.0);
+                return self.cfg.actuator.action(self.limit(), obs);
+            }
+        }
         if let Some(w) = self.sampler.poll(obs, 0.0) {
             // Requests turned away in the period (NaN, so none, on garbage counters).
             let rejected = w.delta.offered - (obs.admitted - self.admitted0);
@@ -143,5 +167,9 @@ impl Policy for Peak {
 
     fn name(&self) -> &'static str {
         "peak"
+    }
+
+    fn next_decision_within(&self) -> Option<f64> {
+        self.open.is_some().then(|| self.cfg.interval * OPEN_CADENCE)
     }
 }

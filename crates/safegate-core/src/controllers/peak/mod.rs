@@ -98,11 +98,13 @@ mod climb;
 mod config;
 mod curve;
 mod limiter;
+mod open;
 mod trial;
 
 pub use config::{PeakConfig, MAX_LIMIT};
 pub use curve::CurvePoint;
 pub use limiter::Peak;
+pub use open::OPEN_CADENCE;
 
 #[cfg(test)]
 mod tests;

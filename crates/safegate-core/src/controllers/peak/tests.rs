@@ -2,8 +2,8 @@ use super::super::testing::assert_survives_garbage;
 use super::curve::grid;
 use super::*;
 use crate::controllers::{Actuator, Setting};
-use crate::policy::{Observation, Policy};
 use crate::estimators::test_rng::SplitMix;
+use crate::policy::{Observation, Policy};
 
 /// A backend whose service time grows past a knee: `base·max(1, (n/knee)²)`
 /// (collapsing: throughput `n/S(n)` peaks at the knee and falls as `knee²/(base·n)`)
@@ -135,7 +135,10 @@ fn pool(actuator: Actuator) -> Peak {
 
 #[test]
 fn grid_is_geometric_and_spans_the_bounds() {
-    assert_eq!(grid(1, 45, 0.1), [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17, 19, 21, 23, 25, 28, 31, 34, 37, 41, 45]);
+    assert_eq!(
+        grid(1, 45, 0.1),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 17, 19, 21, 23, 25, 28, 31, 34, 37, 41, 45]
+    );
     assert_eq!(grid(10, 10, 0.1), [10]);
     assert_eq!(grid(0, 3, 1.0), [1, 2, 3]);
     assert!(grid(1, 1_000_000, 0.05).len() < 300);
@@ -291,9 +294,10 @@ fn bounds_are_respected() {
     let mut t = Trace::default();
     m.run(&mut p, 5.0, 1, &mut t);
     assert_eq!(t.range(2.5, 5.0).0, 40);
-    // The setting's pool of 8 on executors: a grid of 1..=8, starting at 8.
+    // The setting's pool of 8 on executors: a grid of 1..=8, opening at 2.
     let p = Peak::new(PeakConfig::for_setting(Actuator::Executors, &Setting::default())).unwrap();
-    assert_eq!((p.limit(), p.grid.len()), (8, 8));
+    assert_eq!((p.limit(), p.grid.len()), (2, 8));
+    assert!(p.is_opening());
 }
 
 #[test]
@@ -330,4 +334,57 @@ fn garbage_never_yields_a_bad_action() {
     let mut p = Peak::new(PeakConfig::for_setting(Actuator::Executors, &Setting::default())).unwrap();
     assert_survives_garbage(&mut p);
     assert!((1..=8).contains(&p.limit()));
+}
+
+/// Small knees, fresh limiter, overloaded from the first instant (1.5× and 3× the peak):
+/// the opening doubles from 2 and stops within one doubling of the knee, so the first
+/// second already delivers most of the peak (≥ 0.7 here, where a 10-ms service's probes
+/// wait for their completions; an opening at the maximum let 256 requests
+/// into a backend that collapses past a few, and delivered almost nothing for its first
+/// second), and the next seconds at least 0.9 of it.
+#[test]
+fn small_knees_are_not_overrun_by_the_opening() {
+    for knee in [2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0, 128.0] {
+        for (base, load) in [(0.002, 1.5), (0.004, 3.0), (0.01, 1.5)] {
+            let b = Backend::collapsing(base, knee);
+            let mut p = pool(Actuator::InFlight);
+            let mut m = Model::new(load * b.peak(), b);
+            let mut t = Trace::default();
+            m.run(&mut p, 3.0, 5, &mut t);
+            assert!(!p.is_opening(), "knee {knee}, base {base}: the opening ended");
+            let first = t.throughput(0.0, 1.0) / b.peak();
+            let later = t.throughput(1.0, 3.0) / b.peak();
+            assert!(first >= 0.7, "knee {knee}, base {base}, {load}×: first second {first:.2} of the peak");
+            assert!(later >= 0.9, "knee {knee}, base {base}, {load}×: seconds 1–3 {later:.2} of the peak");
+            // Never more than one doubling past the knee.
+            assert!(
+                t.limits.iter().all(|l| f64::from(l.1) <= 2.0 * knee + 2.0),
+                "knee {knee}: {:?}",
+                t.range(0.0, 3.0)
+            );
+        }
+    }
+}
+
+/// A fast service under a load that presses the limit: the opening doubles every round
+/// trip at the service's floor, and reaches the maximum within tens of milliseconds, so
+/// almost nothing is turned away.
+#[test]
+fn a_fast_service_is_opened_to_the_maximum_at_once() {
+    // 0.5 ms of service at 100 req/ms: ~50 in service (the model completes at most what is
+    // in service each 1-ms step, so it cannot carry a faster service at this load).
+    let b = Backend { base: 5e-4, knee: 1e6, flat: true };
+    let mut p = pool(Actuator::InFlight);
+    let mut m = Model::new(1e5, b);
+    let mut t = Trace::default();
+    m.run(&mut p, 1.0, 5, &mut t);
+    // The load needs ~100 in service: the limit passes it and stays out of its way.
+    let reached = t.limits.iter().find(|l| l.1 >= 101).map(|l| l.0);
+    assert!(reached.is_some_and(|at| at <= 0.05), "256 reached at {reached:?}");
+    assert!(t.limits.iter().filter(|l| l.0 >= 0.05).all(|l| l.1 >= 101), "{:?}", t.range(0.05, 1.0));
+    // What the opening turns away is its first ~25 ms of a load that needs 50 times its
+    // first limit; nothing after.
+    let shed = t.rejected(0.0, 1.0) / m.obs.offered;
+    assert!(shed <= 0.03, "{shed}");
+    assert!(t.rejected(0.05, 1.0) == 0.0, "{}", t.rejected(0.05, 1.0));
 }

@@ -48,7 +48,8 @@ impl Peak {
         match self.stage {
             Stage::Settle(waited) => {
                 let down = self.cfg.actuator.in_flight(obs).map_or(true, |v| v <= limit);
-                self.stage = if down || waited + 1 >= MAX_SETTLE_PERIODS { Stage::Measure } else { Stage::Settle(waited + 1) };
+                self.stage =
+                    if down || waited + 1 >= MAX_SETTLE_PERIODS { Stage::Measure } else { Stage::Settle(waited + 1) };
             }
             Stage::Measure => {
                 let pressed_most = load.decisions > 0 && 2 * load.pressed >= load.decisions;
@@ -71,11 +72,7 @@ impl Peak {
                 if shifted {
                     self.calm = 0;
                 }
-                // The opening ends at its first saturated period: the load filled the
-                // maximum, which is all it asks (every period more there is deep in a
-                // collapsing backend's collapse).
-                let opened = self.opening && self.trial.saturated > 0;
-                if enough || shifted || opened || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
+                if enough || shifted || periods >= MAX_TRIAL_PERIODS.max(self.trial_len) {
                     self.finish_trial(obs.now);
                 }
             }

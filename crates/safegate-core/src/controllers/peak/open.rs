@@ -1,0 +1,143 @@
+//! The opening: a slow start by round trips, before the climb has a curve to climb.
+//!
+//! A fresh limiter knows nothing of its backend. Opening at the maximum (the earlier
+//! design) never sheds a light load, but under an overload it lets the maximum into a
+//! backend that may collapse past a few requests: a knee at `C = 4` with `base = 4 ms`
+//! sees 75 requests enter in the first 50-ms period at 1.5× its peak, each held for up to
+//! `base·(75/4)²` ≈ 1.4 s, and the backend serves almost nothing until they leave (the
+//! first 5-s burst got 298 req/s where later bursts got ~690). Nothing done after such an
+//! opening can undo it; only not admitting that far past the knee does.
+//!
+//! So the opening grows the limit the way TCP's slow start grows its window, gated by
+//! delay the way HyStart (Ha & Rhee, "Taming the elephants", 2011) ends slow start on a
+//! rising round-trip time: from `open_limit` (2 by default) it doubles once the load has
+//! pressed the limit and one round trip (twice the measured service time) has passed with
+//! the service time at its floor `S₀` (the lowest seen): `S ≤ (1 + RISE)·S₀ +
+//! latency_floor`. The first decision whose service time is above that ends the opening:
+//! the backend slowed with the load, the knee is between the last level verified at the
+//! floor and the one being tried, and the climb starts at the verified level. Reaching the
+//! maximum with the service time still at its floor ends the opening there (a fast
+//! service: the climb keeps the limit out of the way).
+//!
+//! It overshoots the knee by at most one doubling, for about one round trip, and it asks
+//! for decisions every [`OPEN_CADENCE`] of the period
+//! ([`Policy::next_decision_within`](crate::Policy::next_decision_within)), so a fast
+//! service is opened to the maximum in a few milliseconds (7 doublings from 2 to 256) and a
+//! knee at 128 with a 10-ms service is reached in about 7 round trips. A load that never
+//! presses the limit never doubles it and is never shed.
+
+use super::Peak;
+use crate::policy::Observation;
+
+/// The service time may rise by this share of its floor (plus `latency_floor`) before the
+/// opening ends: past a collapsing backend's knee `C` the requests that entered at
+/// `n ∈ (C, 2C]` take `(n/C)²` times the floor, so a doubling past the knee lifts the mean
+/// by more than half; a queue past `W` workers, by the wait of the extra requests.
+const RISE: f64 = 0.5;
+
+/// Decisions in the opening come this share of the period apart (when the actuator can
+/// decide that often: the tower layer does, the simulators decide every step anyway).
+pub const OPEN_CADENCE: f64 = 0.1;
+
+/// The opening's state.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct Opening {
+    /// The lowest service time seen \[s\] (∞ before the first).
+    floor: f64,
+    /// When the limit last doubled \[s\] (NaN before the first decision).
+    raised_at: f64,
+    /// The highest grid point whose service time was seen at the floor.
+    verified: Option<usize>,
+    /// The load pressed the limit since it last changed.
+    pressed: bool,
+    /// The counters at the last decision that saw completions: completed, busy time
+    /// (latency − wait), offered, admitted.
+    completed: f64,
+    busy: f64,
+    offered: f64,
+    admitted: f64,
+}
+
+impl Opening {
+    pub(super) fn new() -> Self {
+        Opening {
+            floor: f64::INFINITY,
+            raised_at: f64::NAN,
+            verified: None,
+            pressed: false,
+            completed: f64::NAN,
+            busy: f64::NAN,
+            offered: f64::NAN,
+            admitted: f64::NAN,
+        }
+    }
+}
+
+impl Peak {
+    /// One decision of the opening; ends it (and starts the climb) when the service time
+    /// rose or the maximum was reached.
+    pub(super) fn open_step(&mut self, obs: &Observation) {
+        let Some(mut o) = self.open else { return };
+        let busy = obs.latency_total - obs.wait_total;
+        if o.completed.is_nan() {
+            (o.completed, o.busy, o.offered, o.admitted) = (obs.completed, busy, obs.offered, obs.admitted);
+            o.raised_at = obs.now;
+        }
+        let limit = f64::from(self.limit());
+        let turned_away = (obs.offered - o.offered) - (obs.admitted - o.admitted) > 0.5;
+        let filled = self.cfg.actuator.in_flight(obs).is_some_and(|v| v >= 1.0 && v >= limit - 1.0);
+        o.pressed |= filled || turned_away;
+        o.offered = obs.offered;
+        o.admitted = obs.admitted;
+        let done = obs.completed - o.completed;
+        let service = (busy - o.busy) / done;
+        if !(done >= 1.0 && service.is_finite() && service >= 0.0) {
+            // Nothing completed since the last look (or garbage): nothing to learn yet.
+            self.open = Some(o);
+            return;
+        }
+        o.completed = obs.completed;
+        o.busy = busy;
+        let rose = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        if rose {
+            // Past the knee: the climb starts from the last level served at the floor.
+            self.ceiling = Some(self.target);
+            return match o.verified {
+                // Below a level served at the floor every limit delivers less (the same
+                // service time, fewer in flight): the climb's first round probes up only.
+                Some(v) => self.end_opening(v, 1),
+                None => self.end_opening(self.target, 0),
+            };
+        }
+        o.floor = o.floor.min(service);
+        // One round trip at this level, the load pressing it, the service at its floor.
+        let round_trip = obs.now - o.raised_at >= 2.0 * service;
+        if o.pressed && round_trip {
+            o.verified = Some(self.target);
+            let last = self.grid.len() - 1;
+            if self.target == last {
+                return self.end_opening(last, 0);
+            }
+            let want = 2.0 * limit;
+            self.target = self.grid.iter().rposition(|&g| f64::from(g) <= want).unwrap_or(last).max(self.target + 1);
+            self.home = self.target;
+            o.raised_at = obs.now;
+            o.pressed = false;
+        }
+        self.open = Some(o);
+    }
+
+    /// End the opening with the climb's home at grid point `home`, `losses` probe rounds'
+    /// sides already known to lose.
+    fn end_opening(&mut self, home: usize, losses: u8) {
+        self.open = None;
+        self.home = home;
+        self.slow_start = false;
+        self.up = true;
+        self.stride = 1;
+        self.losses = losses;
+        self.calm = 0;
+        self.load = Default::default();
+        self.go(home, self.cfg.trial_periods);
+    }
+}
