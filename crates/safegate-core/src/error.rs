@@ -61,11 +61,26 @@ impl fmt::Display for RangeError {
 
 impl std::error::Error for RangeError {}
 
-/// A number as an error shows it: plain where that is short (`0.7`, `-50`, `NaN`), in
-/// exponent form where plain would be long (`1e308`, `1e-12`).
+/// A number in a bounded width, as errors and reports echo a value given: plain where that
+/// is short (`0.7`, `-50`, `NaN`, `inf`), in exponent form where plain would be long
+/// (`1e308`, `1e-12`, `1e-320`: `{}` of these runs to hundreds of digits), and `0` for
+/// `-0` (a sign on nothing).
+///
+/// At most 24 characters for any `f64`.
+///
+/// ```
+/// use safegate_core::error::number;
+///
+/// assert_eq!(number(0.7), "0.7");
+/// assert_eq!(number(1e-320), "1e-320");
+/// assert_eq!(number(-1.5e300), "-1.5e300");
+/// assert_eq!(number(-0.0), "0");
+/// ```
 pub fn number(v: f64) -> String {
     let a = v.abs();
-    if a.is_finite() && a != 0.0 && !(1e-6..1e16).contains(&a) {
+    if v == 0.0 {
+        "0".into()
+    } else if a.is_finite() && !(1e-6..1e16).contains(&a) {
         format!("{v:e}")
     } else {
         v.to_string()
@@ -94,13 +109,40 @@ pub mod check {
     pub const MAX_CAPACITY: f64 = 1e8;
 
     /// `lo ≤ v ≤ hi`.
+    ///
+    /// A range whose end is the smallest normal number ([`f64::MIN_POSITIVE`], the `(0` of an
+    /// open interval here) refuses the subnormal values between 0 and it: the error then
+    /// says so, not just the interval `v` seems to lie in.
+    ///
+    /// ```
+    /// use safegate_core::error::check;
+    ///
+    /// let e = check::positive("delta", 1e-320).unwrap_err();
+    /// assert_eq!(
+    ///     e.to_string(),
+    ///     "delta = 1e-320 is out of range: allowed (0, ∞), a normal float (≥ 2.2e-308); 1e-320 is subnormal"
+    /// );
+    /// ```
     pub fn within(field: &str, v: f64, lo: f64, hi: f64, allowed: &str) -> Result<f64, RangeError> {
         if v >= lo && v <= hi {
-            Ok(v)
+            return Ok(v);
+        }
+        let shown = super::number(v);
+        // Refused for being subnormal alone: below a bound no larger than the smallest
+        // normal (or above one no smaller than its negative), on the same side of 0.
+        let subnormal = v.is_subnormal()
+            && ((v > 0.0 && v < lo && lo <= f64::MIN_POSITIVE) || (v < 0.0 && v > hi && hi >= -f64::MIN_POSITIVE));
+        if subnormal {
+            let normal = format!("{}{}", if v < 0.0 { "≤ -" } else { "≥ " }, SMALLEST_NORMAL);
+            Err(RangeError::new(field, &shown, format!("{allowed}, a normal float ({normal}); {shown} is subnormal")))
         } else {
-            Err(RangeError::new(field, super::number(v), allowed))
+            Err(RangeError::new(field, shown, allowed))
         }
     }
+
+    /// [`f64::MIN_POSITIVE`], the smallest normal `f64` (2.2250738585072014e-308), as the
+    /// range errors round it.
+    const SMALLEST_NORMAL: &str = "2.2e-308";
 
     /// The smallest normal number above 0 and the largest below 1: the ends of open
     /// intervals, so every check is one closed [`within`]. (A subnormal "positive" value
@@ -190,6 +232,58 @@ mod tests {
         assert_eq!(RangeError::new("x", 1e-300, "y").value, "1e-300");
         assert_eq!(RangeError::new("x", 0.05, "y").value, "0.05");
         assert_eq!(RangeError::new("x", "(a long text that is not a number at all)", "y").value.len(), 41);
+    }
+
+    #[test]
+    fn minus_zero_is_shown_as_zero_and_every_number_is_short() {
+        assert_eq!(number(-0.0), "0");
+        assert_eq!(number(0.0), "0");
+        assert_eq!(number(1e-320), "1e-320");
+        assert_eq!(number(-5e-324), "-5e-324");
+        for v in [f64::MAX, f64::MIN, f64::MIN_POSITIVE, 1e-320, 0.1 + 0.2, 1.234_567_890_123_456_7e-6, 9.999e15, -1e16]
+        {
+            assert!(number(v).len() <= 24, "{v:e}: {}", number(v));
+            assert_eq!(number(v).parse::<f64>().unwrap(), v);
+        }
+    }
+
+    /// A subnormal value refused by a range whose open end is the smallest normal: the
+    /// error names that rule, not only `(0, …)`, which the value seems to be in.
+    #[test]
+    fn a_subnormal_value_is_refused_as_subnormal() {
+        let e = check::positive("delta", 1e-320).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "delta = 1e-320 is out of range: allowed (0, ∞), a normal float (≥ 2.2e-308); 1e-320 is subnormal"
+        );
+        let e = check::threshold("barrier.threshold", 1e-320).unwrap_err().at("boundary");
+        assert_eq!(
+            e.to_string(),
+            "boundary.barrier.threshold = 1e-320 is out of range: allowed (0, 1), a normal float (≥ 2.2e-308); 1e-320 is subnormal"
+        );
+        for f in [check::positive, check::probability, check::gain, check::threshold] {
+            for v in [f64::from_bits(1), 1e-310, f64::MIN_POSITIVE / 2.0] {
+                let e = f("x", v).unwrap_err();
+                assert!(e.allowed.ends_with("is subnormal"), "{e}");
+                assert!(e.allowed.contains("≥ 2.2e-308"), "{e}");
+            }
+            // The smallest normal itself is allowed.
+            assert_eq!(f("x", f64::MIN_POSITIVE), Ok(f64::MIN_POSITIVE));
+        }
+        // A hand-written range with the same open end says the same.
+        let e = check::within("smoothing", 1e-320, f64::MIN_POSITIVE, 1.0, "(0, 1]").unwrap_err();
+        assert_eq!(e.allowed, "(0, 1], a normal float (≥ 2.2e-308); 1e-320 is subnormal");
+        let e = check::within("x", -1e-320, -1.0, -f64::MIN_POSITIVE, "[-1, 0)").unwrap_err();
+        assert_eq!(e.allowed, "[-1, 0), a normal float (≤ -2.2e-308); -1e-320 is subnormal");
+        // Values outside for another reason keep the plain message: negative, zero, below a
+        // larger lower end, not a number.
+        for (v, lo) in [(-1e-320, f64::MIN_POSITIVE), (0.0, f64::MIN_POSITIVE), (1e-320, 1e-9), (f64::NAN, 0.0)] {
+            let e = check::within("x", v, lo, 1.0, "[lo, 1]").unwrap_err();
+            assert_eq!(e.allowed, "[lo, 1]", "{v:e}");
+        }
+        assert_eq!(check::seconds("t", 1e-320).unwrap_err().allowed, "[1e-9, 1e9] seconds");
+        // Where 0 is allowed, so is a subnormal.
+        assert_eq!(check::non_negative("x", 1e-320), Ok(1e-320));
     }
 
     #[test]

@@ -5,9 +5,10 @@ use std::fmt::Write as _;
 use safegate_studies::telemetry::{CheckReport, Format, Telemetry};
 
 use crate::chart::{render as chart, Line, Panel, Rule, PALETTE};
+use crate::numbers::{fixed, number, percent, percent_of};
 
 fn pct(x: f64) -> String {
-    format!("{:.2} %", 100.0 * x)
+    percent(Some(x), 2)
 }
 
 /// The text `safegate boundary check` prints: each step of the checklist, the failure
@@ -24,67 +25,75 @@ pub fn render(
     let m = &r.margin;
     let _ = writeln!(
         o,
-        "safegate boundary check: {source} ({}, {} rows over {:.0} s, columns {}; read and checked in {secs:.2} s)\n",
+        "safegate boundary check: {source} ({}, {} rows over {} s, columns {}; read and checked in {secs:.2} s)\n",
         match format {
             Format::Csv => "CSV",
             Format::Prometheus => "Prometheus scrapes",
         },
         r.rows,
-        m.duration,
+        fixed(m.duration, 0),
         r.columns.join(", ")
     );
     let _ = writeln!(
         o,
-        "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {:.1})",
-        m.signal, m.threshold, m.capacity, m.line
+        "1. Barrier: h = θ·Q − {} with θ = {}, Q = {} (line at {})",
+        m.signal,
+        number(m.threshold),
+        number(m.capacity),
+        fixed(m.line, 1)
     );
     let _ = writeln!(
         o,
-        "   margin now {:.1} ({:.1} % of Q), smallest {:.1}, mean {:.1}; outside the safe set {} of the time",
-        m.current,
-        100.0 * m.current / m.capacity,
-        m.min,
-        m.mean,
+        "   margin now {} ({} of Q), smallest {}, mean {}; outside the safe set {} of the time",
+        fixed(m.current, 1),
+        percent_of(m.current, m.capacity, 1),
+        fixed(m.min, 1),
+        fixed(m.mean, 1),
         pct(m.share_outside)
     );
     let e = &r.exits;
     let _ = writeln!(
         o,
-        "2. Exit frequency over {:.0}-s horizons against ε = {}: {}",
-        e.horizon,
-        e.epsilon,
+        "2. Exit frequency over {}-s horizons against ε = {}: {}",
+        number(e.horizon),
+        number(e.epsilon),
         e.verdict.label()
     );
     let _ = writeln!(o, "   {}", e.reason);
-    let _ = writeln!(o, "   {:.1} excursions per hour", e.excursions_per_hour);
+    let _ = writeln!(o, "   {} excursions per hour", fixed(e.excursions_per_hour, 1));
     let x = &r.excursions;
     let _ = writeln!(
         o,
-        "3. Excursion severity: {} excursions, mean {:.1} s, longest {:.1} s, worst peak {:.3} of Q past the line; tail {}",
+        "3. Excursion severity: {} excursions, mean {} s, longest {} s, worst peak {} of Q past the line; tail {}",
         x.count,
-        x.mean_duration,
-        x.max_duration,
-        x.worst,
+        fixed(x.mean_duration, 1),
+        fixed(x.max_duration, 1),
+        fixed(x.worst, 3),
         x.tail.class.name()
     );
     let _ = writeln!(o, "   {}", x.tail.reason);
     if let (Some(h), Some((lo, hi))) = (x.tail.hill, x.tail.alpha_interval) {
         let _ = writeln!(
             o,
-            "   Hill α̂ = {:.2} (95 %: {lo:.2}–{hi:.2}) from the top {} of {} peaks",
-            h.alpha, h.k, x.tail.n
+            "   Hill α̂ = {} (95 %: {}–{}) from the top {} of {} peaks",
+            fixed(h.alpha, 2),
+            fixed(lo, 2),
+            fixed(hi, 2),
+            h.k,
+            x.tail.n
         );
     }
     let s = &r.severity;
-    let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", s.eta, s.rho);
+    let _ = writeln!(o, "4. η = {}, suggested ρ = {} (of Q)", number(s.eta), number(s.rho));
     let _ = writeln!(o, "   {}", s.reason);
     let f = &r.feasibility;
-    let health = |h: Option<[f64; 2]>| h.map_or("—".to_string(), |h| format!("{:.2}–{:.2}", h[0], h[1]));
+    let health =
+        |h: Option<[f64; 2]>| h.map_or("—".to_string(), |h| format!("{}–{}", fixed(h[0], 2), fixed(h[1], 2)));
     let _ = writeln!(
         o,
-        "5. Feasibility across the envelope seen (traffic {:.0}–{:.0} req/s, health {}):",
-        f.traffic[0],
-        f.traffic[1],
+        "5. Feasibility across the envelope seen (traffic {}–{} req/s, health {}):",
+        fixed(f.traffic[0], 0),
+        fixed(f.traffic[1], 0),
         health(f.health)
     );
     let _ = writeln!(o, "   {}", f.reason);
@@ -94,9 +103,9 @@ pub fn render(
         for c in &f.cells {
             let _ = writeln!(
                 o,
-                "   | {:.0}–{:.0} | {} | {} | {} | {} |",
-                c.traffic[0],
-                c.traffic[1],
+                "   | {}–{} | {} | {} | {} | {} |",
+                fixed(c.traffic[0], 0),
+                fixed(c.traffic[1], 0),
                 health(c.health),
                 c.samples,
                 pct(c.infeasible_probability),
@@ -151,8 +160,8 @@ pub fn figures(tel: &Telemetry, r: &CheckReport) -> Vec<(&'static str, String)> 
             dashed: false,
         }],
         rules: vec![
-            Rule { y: m.line, label: format!("θ·Q = {:.0}", m.line) },
-            Rule { y: m.capacity, label: format!("Q = {:.0}", m.capacity) },
+            Rule { y: m.line, label: format!("θ·Q = {}", fixed(m.line, 0)) },
+            Rule { y: m.capacity, label: format!("Q = {}", fixed(m.capacity, 0)) },
         ],
     }];
     if let Some(l) = &tel.limit {
@@ -191,7 +200,7 @@ pub fn figures(tel: &Telemetry, r: &CheckReport) -> Vec<(&'static str, String)> 
     }
     let svg = chart(
         "The barrier signal against its line",
-        &format!("{} rows; outside the safe set {:.2} % of the time", r.rows, 100.0 * m.share_outside),
+        &format!("{} rows; outside the safe set {} of the time", r.rows, pct(m.share_outside)),
         "time [s]",
         t0,
         t1,
@@ -206,7 +215,7 @@ pub fn figures(tel: &Telemetry, r: &CheckReport) -> Vec<(&'static str, String)> 
             .excursions
             .tail
             .hill
-            .map(|h| vec![Rule { y: h.alpha, label: format!("α̂ = {:.2} at k = {}", h.alpha, h.k) }])
+            .map(|h| vec![Rule { y: h.alpha, label: format!("α̂ = {} at k = {}", fixed(h.alpha, 2), h.k) }])
             .unwrap_or_default();
         let svg = chart(
             "Hill plot of the excursion peaks",

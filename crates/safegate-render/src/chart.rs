@@ -121,7 +121,7 @@ fn nice_step(span: f64, ticks: f64) -> f64 {
 
 fn fmt_tick(v: f64) -> String {
     if v.abs() >= 1000.0 || v == v.trunc() {
-        format!("{v:.0}")
+        crate::numbers::fixed(v, 0)
     } else {
         let s = format!("{v:.2}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()

@@ -6,41 +6,48 @@ use safegate_sim::Series;
 use safegate_studies::compare::{ArmReport, CompareReport};
 
 use crate::chart::{self, Line, Panel, Rule, PALETTE};
+use crate::numbers::{fixed, number, percent_tight, ratio};
 
 fn opt(v: Option<f64>, prec: usize) -> String {
-    v.map_or("-".into(), |x| format!("{x:.prec$}"))
+    v.map_or("-".into(), |x| fixed(x, prec))
 }
 
-fn arm_row(s: &mut String, a: &ArmReport) {
+/// The goodput over the case's physical limit `limit` (computed here, not the report's
+/// `goodput_ratio`, which is 0 for a limit of 0): `n/a` when the limit is 0.
+pub(crate) fn limit_ratio(goodput: f64, limit: f64) -> String {
+    ratio(goodput, limit).map_or("n/a".into(), |r| fixed(r, 2))
+}
+
+fn arm_row(s: &mut String, a: &ArmReport, limit: f64) {
     let r = &a.recovery;
     let recovered = if r.dips == 0 {
         "-".to_string()
     } else if r.drained == 0 {
         format!("never ({}/{}<θ)", r.below_boundary, r.dips)
     } else {
-        format!("{:.1}s ({}/{}<θ)", r.mean_seconds.unwrap_or(0.0), r.below_boundary, r.dips)
+        format!("{}s ({}/{}<θ)", fixed(r.mean_seconds.unwrap_or(0.0), 1), r.below_boundary, r.dips)
     };
     let e = &a.exit_probability;
     let _ = writeln!(
         s,
-        "  {:<22} {:<4} {:>7.1} {:>6.2} {:>10.0} {:>7} {:>7} {:>17} {:>7.1}% {:>6.3} [{:.3},{:.3}] {:>4} {:>7.3} {:>7.1}% {:>8} {:>7}  {}",
+        "  {:<22} {:<4} {:>7} {:>6} {:>10} {:>7} {:>7} {:>17} {:>8} {:>6.3} [{:.3},{:.3}] {:>4} {:>7} {:>8} {:>8} {:>7}  {}",
         a.policy,
         if a.filtered { "on" } else { "off" },
-        a.goodput,
-        a.goodput_ratio,
-        a.backlog_time,
+        fixed(a.goodput, 1),
+        limit_ratio(a.goodput, limit),
+        fixed(a.backlog_time, 0),
         opt(a.sojourn_p50, 2),
         opt(a.sojourn_p99, 2),
         recovered,
-        a.beyond_boundary * 100.0,
+        percent_tight(Some(a.beyond_boundary), 1),
         e.estimate,
         e.ci_low,
         e.ci_high,
         e.trials,
-        a.cvar.estimate,
-        a.rejected_share * 100.0,
-        a.given_up_share.map_or("-".into(), |g| format!("{:.1}%", g * 100.0)),
-        a.backup_fraction.map_or("-".into(), |g| format!("{:.1}%", g * 100.0)),
+        fixed(a.cvar.estimate, 3),
+        percent_tight(Some(a.rejected_share), 1),
+        a.given_up_share.map_or("-".into(), |g| percent_tight(Some(g), 1)),
+        a.backup_fraction.map_or("-".into(), |g| percent_tight(Some(g), 1)),
         a.verdict
     );
 }
@@ -51,9 +58,9 @@ pub fn render(r: &CompareReport, secs: f64) -> String {
     let _ = writeln!(
         s,
         "safegate compare: boundary θ = {}, ε = {} over {} s; {} replications per arm{}",
-        r.threshold,
-        r.epsilon,
-        r.horizon,
+        number(r.threshold),
+        number(r.epsilon),
+        number(r.horizon),
         r.seeds,
         if r.exit_trials > 0 {
             format!(", exit frequency inside the envelope from {} stepped trials (filtered)", r.exit_trials)
@@ -65,11 +72,11 @@ pub fn render(r: &CompareReport, secs: f64) -> String {
         let _ = writeln!(s);
         let _ = writeln!(
             s,
-            "{} — {} [{}; physical limit {:.1} req/s]",
+            "{} — {} [{}; physical limit {} req/s]",
             c.name,
             c.description,
             if c.inside_envelope { "inside the envelope" } else { "outside the envelope or model" },
-            c.physical_limit
+            crate::numbers::nonzero(c.physical_limit, 1)
         );
         let _ = writeln!(
             s,
@@ -91,12 +98,12 @@ pub fn render(r: &CompareReport, secs: f64) -> String {
             "backup"
         );
         for a in &c.arms {
-            arm_row(&mut s, a);
+            arm_row(&mut s, a, c.physical_limit);
         }
     }
     // Which policies violate ε without the filter and hold it with it, inside the envelope.
     let _ = writeln!(s);
-    let _ = writeln!(s, "ε inside the envelope (99 % upper limit ≤ {}):", r.epsilon);
+    let _ = writeln!(s, "ε inside the envelope (99 % upper limit ≤ {}):", number(r.epsilon));
     let mut policies: Vec<&str> = Vec::new();
     for c in &r.cases {
         for a in &c.arms {
@@ -161,12 +168,12 @@ pub fn render(r: &CompareReport, secs: f64) -> String {
         let _ = writeln!(s, "goodput vs load on the health cycle [req/s] (filter off / on):");
         let _ = write!(s, "  {:<22}", "λ");
         for [l, _] in &r.curve_limit {
-            let _ = write!(s, " {:>13}", format!("{l:.0}"));
+            let _ = write!(s, " {:>13}", fixed(*l, 0));
         }
         let _ = writeln!(s);
         let _ = write!(s, "  {:<22}", "physical limit");
         for [_, g] in &r.curve_limit {
-            let _ = write!(s, " {:>13.1}", g);
+            let _ = write!(s, " {:>13}", fixed(*g, 1));
         }
         let _ = writeln!(s);
         let mut names: Vec<&str> = Vec::new();
@@ -182,7 +189,7 @@ pub fn render(r: &CompareReport, secs: f64) -> String {
                     r.curve
                         .iter()
                         .find(|p| p.policy == n && p.filtered == f && p.traffic == *l)
-                        .map_or("-".into(), |p| format!("{:.1}", p.goodput))
+                        .map_or("-".into(), |p| fixed(p.goodput, 1))
                 };
                 let _ = write!(s, " {:>13}", format!("{}/{}", g(false), g(true)));
             }
@@ -319,4 +326,17 @@ pub fn thin_traces(mut r: CompareReport, points: usize) -> CompareReport {
         }
     }
     r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The report's `goodput_ratio` is 0 for a limit of 0; the table says there is none.
+    #[test]
+    fn no_ratio_to_a_zero_limit() {
+        assert_eq!(limit_ratio(0.0, 0.0), "n/a");
+        assert_eq!(limit_ratio(1e-320, 1e-320), "n/a");
+        assert_eq!(limit_ratio(50.0, 100.0), "0.50");
+    }
 }

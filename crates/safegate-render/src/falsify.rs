@@ -13,7 +13,7 @@ pub fn value(v: f64) -> String {
     } else if v == 0.0 {
         "0".into()
     } else if v.fract() == 0.0 || v.abs() >= 1000.0 {
-        format!("{v:.0}")
+        crate::numbers::fixed(v, 0)
     } else if v.abs() >= 1.0 {
         format!("{v:.3}")
     } else if v.abs() >= 1e-3 {
@@ -63,5 +63,7 @@ mod tests {
         assert_eq!(value(528.0), "528");
         assert_eq!(value(0.0791), "0.0791");
         assert_eq!(value(2.5e-5), "2.50e-5");
+        assert_eq!(value(1e300), "1e300");
+        assert_eq!(value(-0.0), "0");
     }
 }

@@ -3,6 +3,7 @@
 use safegate_studies::fleet::suite::{PriceRun, Suite};
 
 use crate::chart::{render, Line, Panel, Rule, PALETTE};
+use crate::numbers::{fixed, number};
 
 /// The figures of `safegate fleet --sim`, each with its file name (`tau` the measured delay threshold, `runs` and `p_star`:
 /// [`safegate_studies::fleet::suite::price_around_threshold`]): the price at 0.8× and 1.2× its measured delay threshold, and the tipping
@@ -15,7 +16,7 @@ pub fn figures(suite: &Suite, tau: f64, runs: Vec<PriceRun>, p_star: f64) -> Vec
     for (k, run) in runs.into_iter().enumerate() {
         y_max = y_max.max(run.price.iter().cloned().fold(0.0, f64::max));
         lines.push(Line {
-            name: format!("delay {:.3} s ({}× the threshold)", run.delay, run.factor),
+            name: format!("delay {} s ({}× the threshold)", fixed(run.delay, 3), number(run.factor)),
             color: PALETTE[k],
             x: run.t,
             y: run.price,

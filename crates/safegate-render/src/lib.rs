@@ -7,6 +7,7 @@
 //! | [`boundary`] | the boundary checklist's text and figures |
 //! | [`chart`] | dependency-free SVG line charts: stacked panels on one time axis |
 //! | [`markup`] | text escaped for HTML and SVG |
+//! | [`numbers`] | numbers in a bounded width, and shares (`n/a` with no denominator) |
 //! | [`reproduce`] | the table of reproduced results; an experiment's figure |
 //! | [`compare`] | the compare table and its figures (queue traces, goodput vs load) |
 //! | [`verify`] | the text of a verify report |
@@ -31,6 +32,7 @@ pub mod compare;
 pub mod falsify;
 pub mod fleet;
 pub mod markup;
+pub mod numbers;
 pub mod report;
 pub mod report_data;
 pub mod reproduce;

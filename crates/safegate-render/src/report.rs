@@ -9,6 +9,7 @@ use safegate_studies::verify::{ArmResult, VerifyReport};
 
 use crate::falsify::{evidence_line, value};
 use crate::markup::escape as esc;
+use crate::numbers::{fixed, nonzero, number, percent_tight};
 use crate::reproduce::render_figure_as;
 use crate::{compare as compare_text, verify as verify_text};
 
@@ -138,28 +139,28 @@ fn reproduce(s: &mut String, g: &Gathered, figures: &mut usize) {
 }
 
 fn opt(v: Option<f64>, scale: f64, unit: &str) -> String {
-    v.map_or("–".into(), |x| format!("{:.2}{unit}", x * scale))
+    v.map_or("–".into(), |x| format!("{}{unit}", fixed(x * scale, 2)))
 }
 
-fn arm_row(s: &mut String, a: &ArmReport) {
+fn arm_row(s: &mut String, a: &ArmReport, limit: f64) {
     let e = &a.exit_probability;
     let _ = writeln!(
         s,
-        "<tr><td>{}</td><td>{}</td><td class=\"n\">{:.1}</td><td class=\"n\">{:.2}</td><td class=\"n\">{}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.3} [{:.3}, {:.3}] ({}/{})</td><td class=\"n\">{:.3}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{}</td><td>{}</td></tr>",
+        "<tr><td>{}</td><td>{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{:.3} [{:.3}, {:.3}] ({}/{})</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td>{}</td></tr>",
         esc(&a.policy),
         if a.filtered { "on" } else { "off" },
-        a.goodput,
-        a.goodput_ratio,
+        fixed(a.goodput, 1),
+        compare_text::limit_ratio(a.goodput, limit),
         opt(a.sojourn_p99, 1.0, " s"),
-        a.beyond_boundary * 100.0,
+        percent_tight(Some(a.beyond_boundary), 1),
         e.estimate,
         e.ci_low,
         e.ci_high,
         e.exits,
         e.trials,
-        a.cvar.estimate,
-        a.rejected_share * 100.0,
-        opt(a.backup_fraction, 100.0, "%"),
+        fixed(a.cvar.estimate, 3),
+        percent_tight(Some(a.rejected_share), 1),
+        a.backup_fraction.map_or("–".into(), |b| percent_tight(Some(b), 2)),
         esc(a.verdict)
     );
 }
@@ -170,9 +171,9 @@ fn compare(s: &mut String, g: &Gathered, figures: &mut usize) {
     let _ = writeln!(
         s,
         "<p>Boundary θ = {}, ε = {} over {} s (the embedded <code>boundaries/seed-80.toml</code>); {} replication(s) per arm; {} cases; {:.1} s. As <code>safegate compare --seeds {}</code>.</p>",
-        r.threshold,
-        r.epsilon,
-        r.horizon,
+        number(r.threshold),
+        number(r.epsilon),
+        number(r.horizon),
         r.seeds,
         r.cases.len(),
         g.compare_seconds,
@@ -181,19 +182,19 @@ fn compare(s: &mut String, g: &Gathered, figures: &mut usize) {
     for c in &r.cases {
         let _ = writeln!(
             s,
-            "<h3 id=\"case-{}\">{}</h3>\n<p>{} [{}; physical limit {:.1} req/s]</p>",
+            "<h3 id=\"case-{}\">{}</h3>\n<p>{} [{}; physical limit {} req/s]</p>",
             esc(&c.name),
             esc(&c.name),
             esc(&c.description),
             if c.inside_envelope { "inside the envelope" } else { "outside the envelope or model" },
-            c.physical_limit
+            nonzero(c.physical_limit, 1)
         );
         let _ = writeln!(
             s,
             "<table>\n<tr><th>policy</th><th>filter</th><th>goodput [req/s]</th><th>/limit</th><th>p99 sojourn</th><th>beyond θ</th><th>exit frequency [99 % CI] (exits/trials)</th><th>CVaR</th><th>rejected</th><th>backup</th><th>verdict</th></tr>"
         );
         for a in &c.arms {
-            arm_row(s, a);
+            arm_row(s, a, c.physical_limit);
         }
         let _ = writeln!(s, "</table>");
     }
@@ -211,16 +212,16 @@ fn verify_arm(s: &mut String, label: &str, a: &ArmResult) {
     let e = &a.exit_probability;
     let _ = write!(
         s,
-        "<td>{label}</td><td class=\"n\">{:.4} [{:.4}, {:.4}] ({}/{})</td><td class=\"n\">{:.4}</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.1}%</td><td class=\"n\">{:.2}</td>",
+        "<td>{label}</td><td class=\"n\">{:.4} [{:.4}, {:.4}] ({}/{})</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td><td class=\"n\">{}</td>",
         e.estimate,
         e.ci_low,
         e.ci_high,
         e.exits,
         e.trials,
-        a.cvar.estimate,
-        a.feasible_fraction * 100.0,
-        a.backup_fraction * 100.0,
-        a.goodput
+        fixed(a.cvar.estimate, 4),
+        percent_tight(Some(a.feasible_fraction), 1),
+        percent_tight(Some(a.backup_fraction), 1),
+        fixed(a.goodput, 2)
     );
 }
 
@@ -246,7 +247,7 @@ fn verify(s: &mut String, g: &Gathered) {
             s,
             "<tr><td rowspan=\"2\"><code>{}</code></td><td rowspan=\"2\" class=\"{class}\">{class}</td><td rowspan=\"2\" class=\"n\">{}</td>",
             esc(name),
-            r.epsilon
+            number(r.epsilon)
         );
         verify_arm(s, "filtered", &r.scenario.filtered);
         let _ = writeln!(

@@ -5,42 +5,45 @@ use std::fmt::Write as _;
 use safegate_sim::{Config, Scenario};
 
 use crate::chart::{self, Line, Panel, Rule};
+use crate::numbers::{fixed, nonzero, number, percent, percent_of, percent_tight, ratio};
 use safegate_studies::run::{RunReport, Verdict};
 
 fn describe(scenario: &Scenario, cfg: &Config, mode: &str) -> String {
     use safegate_sim::scenario::HealthKind;
     let h = &scenario.health;
     let health = match h.kind {
-        HealthKind::Constant => format!("constant health {}", h.shape.high),
+        HealthKind::Constant => format!("constant health {}", number(h.shape.high)),
         HealthKind::Cycle => {
             format!(
                 "health cycle ({} s: {} → {})",
-                cfg.health.schedule_period().unwrap_or(0.0),
-                h.shape.high,
-                h.shape.low
+                number(cfg.health.schedule_period().unwrap_or(0.0)),
+                number(h.shape.high),
+                number(h.shape.low)
             )
         }
-        HealthKind::Dip => format!("one health dip at {} s ({} → {})", h.start, h.shape.high, h.shape.low),
+        HealthKind::Dip => {
+            format!("one health dip at {} s ({} → {})", number(h.start), number(h.shape.high), number(h.shape.low))
+        }
         HealthKind::Trace => {
             format!("health trace {}", h.file.as_ref().map(|p| p.display().to_string()).unwrap_or_default())
         }
     };
-    let noise = if h.noise > 0.0 { format!(", noise {}", h.noise) } else { String::new() };
+    let noise = if h.noise > 0.0 { format!(", noise {}", number(h.noise)) } else { String::new() };
     format!(
         "λ = {} req/s, P = {}, C = {}, s = {}, cap = {}; {health}{noise}; {mode}, {} s at dt {}, seed {}",
-        cfg.traffic,
+        number(cfg.traffic),
         cfg.pool.executors,
-        cfg.pool.comfortable,
-        cfg.pool.rate,
-        cfg.pool.capacity,
-        cfg.duration,
-        cfg.dt,
+        number(cfg.pool.comfortable),
+        number(cfg.pool.rate),
+        number(cfg.pool.capacity),
+        number(cfg.duration),
+        number(cfg.dt),
         cfg.seed
     )
 }
 
 fn fmt_opt(v: Option<f64>) -> String {
-    v.map_or("never".to_string(), |x| format!("{x:.1} s"))
+    v.map_or("never".to_string(), |x| format!("{} s", fixed(x, 1)))
 }
 
 /// The mode as the description line says it: `fluid mode`, `stochastic mode`, ….
@@ -69,8 +72,10 @@ pub fn render_table(
     let (n_peak, peak) = cfg.pool.peak_rate();
     let _ = writeln!(
         s,
-        "  pool ceiling with all {} busy: {ceiling:.2} req/s (s·C²/P); peak {peak:.1} req/s at {n_peak} busy",
-        cfg.pool.executors
+        "  pool ceiling with all {} busy: {} req/s (s·C²/P); peak {} req/s at {n_peak} busy",
+        cfg.pool.executors,
+        fixed(ceiling, 2),
+        fixed(peak, 1)
     );
     if cfg.retries.enabled() {
         let _ = writeln!(s, "  retries on: {}", cfg.retries);
@@ -90,8 +95,8 @@ pub fn render_table(
             Box::new(|r| {
                 let su = &r.outcome.summary;
                 match (su.settled_min, su.settled_max) {
-                    (Some(lo), Some(hi)) => format!("{lo:.1}–{hi:.1} (t ≥ {} s)", su.warmup),
-                    _ => format!("- (run shorter than warm-up {} s)", su.warmup),
+                    (Some(lo), Some(hi)) => format!("{}–{} (t ≥ {} s)", fixed(lo, 1), fixed(hi, 1), number(su.warmup)),
+                    _ => format!("- (run shorter than warm-up {} s)", number(su.warmup)),
                 }
             }),
         ),
@@ -109,7 +114,7 @@ pub fn render_table(
                 if su.drained {
                     format!("yes, from {}", fmt_opt(su.drained_at))
                 } else {
-                    format!("no (level {})", su.drain_level)
+                    format!("no (level {})", number(su.drain_level))
                 }
             }),
         ),
@@ -120,10 +125,7 @@ pub fn render_table(
         rows.push((
             "time above θ·Q (filter)",
             Box::new(move |r| match &r.outcome.series {
-                Some(s) => format!(
-                    "{:.1} %",
-                    100.0 * s.queue.iter().filter(|q| **q > bq).count() as f64 / s.queue.len().max(1) as f64
-                ),
+                Some(s) => percent_of(s.queue.iter().filter(|q| **q > bq).count() as f64, s.queue.len() as f64, 1),
                 None => "-".into(),
             }),
         ));
@@ -136,9 +138,9 @@ pub fn render_table(
             "filter: bound / backup",
             Box::new(|r| match &r.filter {
                 Some(f) => format!(
-                    "{:.1}% / {:.1}% of {}",
-                    100.0 * f.interventions as f64 / f.decisions.max(1) as f64,
-                    100.0 * f.infeasible as f64 / f.decisions.max(1) as f64,
+                    "{} / {} of {}",
+                    percent_tight(ratio(f.interventions as f64, f.decisions as f64), 1),
+                    percent_tight(ratio(f.infeasible as f64, f.decisions as f64), 1),
                     f.decisions
                 ),
                 None => "-".into(),
@@ -146,18 +148,18 @@ pub fn render_table(
         ));
         rows.push((
             "filter: given up",
-            Box::new(|r| r.filter.map_or("-".into(), |f| format!("{:.0} req", f.given_up))),
+            Box::new(|r| r.filter.map_or("-".into(), |f| format!("{} req", fixed(f.given_up, 0)))),
         ));
     }
     if reports.iter().any(|r| r.outcome.summary.mean_sojourn.is_some()) {
         rows.push((
             "mean sojourn",
-            Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{:.3} s", x))),
+            Box::new(|r| r.outcome.summary.mean_sojourn.map_or("-".into(), |x| format!("{} s", fixed(x, 3)))),
         ));
         rows.push((
             "sojourn p50 / p99",
             Box::new(|r| match (r.outcome.summary.sojourn_p50, r.outcome.summary.sojourn_p99) {
-                (Some(a), Some(b)) => format!("{a:.3} / {b:.3} s"),
+                (Some(a), Some(b)) => format!("{} / {} s", fixed(a, 3), fixed(b, 3)),
                 _ => "-".into(),
             }),
         ));
@@ -227,7 +229,7 @@ pub fn render_chart(
             y_min: 0.0,
             y_max: cap,
             lines: queue,
-            rules: vec![Rule { y: line, label: format!("θ·cap = {line:.0}") }],
+            rules: vec![Rule { y: line, label: format!("θ·cap = {}", fixed(line, 0)) }],
         },
         Panel {
             label: "health H".into(),
@@ -244,15 +246,19 @@ pub fn render_chart(
 
 /// The verdict as one line: `goodput 50.5 req/s, 78 % of the physical limit 65.0 req/s,
 /// 387.8 s (97 %) beyond θ·cap = 140`.
+///
+/// The share of the limit is the goodput over the limit, `n/a` when the limit is 0 (or not
+/// a finite, normal number): a run that could clear nothing has no share of it, whatever
+/// `share_of_limit` carries.
 pub fn verdict_line(v: &Verdict) -> String {
     format!(
-        "goodput {:.1} req/s, {:.0} % of the physical limit {:.1} req/s, {:.1} s ({:.0} %) beyond θ·cap = {:.0}",
-        v.goodput,
-        100.0 * v.share_of_limit,
-        v.physical_limit,
-        v.time_beyond,
-        100.0 * v.share_beyond,
-        v.line
+        "goodput {} req/s, {} of the physical limit {} req/s, {} s ({}) beyond θ·cap = {}",
+        fixed(v.goodput, 1),
+        percent_of(v.goodput, v.physical_limit, 0),
+        nonzero(v.physical_limit, 1),
+        fixed(v.time_beyond, 1),
+        percent(Some(v.share_beyond), 0),
+        fixed(v.line, 0)
     )
 }
 
@@ -272,4 +278,49 @@ pub fn verdict_block(reports: &[RunReport]) -> String {
         }
     }
     o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(goodput: f64, physical_limit: f64, share_of_limit: f64) -> Verdict {
+        Verdict { goodput, physical_limit, share_of_limit, line: 140.0, time_beyond: 0.0, share_beyond: 0.0 }
+    }
+
+    #[test]
+    fn a_verdict_reads_as_before() {
+        let v = Verdict { time_beyond: 387.8, share_beyond: 0.97, ..verdict(50.5, 65.0, 50.5 / 65.0) };
+        assert_eq!(
+            verdict_line(&v),
+            "goodput 50.5 req/s, 78 % of the physical limit 65.0 req/s, 387.8 s (97 %) beyond θ·cap = 140"
+        );
+    }
+
+    /// `run --traffic 1e-320` printed "100 % of the physical limit 0.0 req/s": a limit of 0
+    /// (or one too small to divide by) has no share, whatever the verdict's field says.
+    #[test]
+    fn no_share_of_a_zero_limit() {
+        for (goodput, limit, share) in
+            [(0.0, 0.0, 1.0), (0.0, 0.0, 0.0), (0.0, 0.0, f64::NAN), (1e-320, 1e-320, 1.0), (0.0, f64::NAN, 1.0)]
+        {
+            let line = verdict_line(&verdict(goodput, limit, share));
+            assert!(line.contains(", n/a of the physical limit"), "{line}");
+            assert!(!line.contains('%') || line.contains("(0 %)"), "{line}");
+        }
+        let line = verdict_line(&verdict(1e-320, 1e-320, 1.0));
+        assert!(line.contains("physical limit 1e-320 req/s"), "{line}");
+        let line = verdict_line(&verdict(0.03, 0.04, 0.75));
+        assert!(line.contains("75 % of the physical limit 0.04 req/s"), "{line}");
+    }
+
+    #[test]
+    fn a_verdict_line_has_a_bounded_width() {
+        for x in [1e-320, -0.0, 1e300, f64::MAX] {
+            let v = Verdict { line: x, time_beyond: x, ..verdict(x, x, 1.0) };
+            let line = verdict_line(&v);
+            assert!(line.chars().count() < 200, "{line}");
+            assert!(!line.contains("NaN") && !line.contains("inf") && !line.contains("-0"), "{line}");
+        }
+    }
 }

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Args;
 use safegate_core::filter::bound::{horizon_report, HorizonInputs};
+use safegate_render::numbers::{fixed, nonzero, number};
 
 /// Flags of `safegate bound` (barrier units: h = θ − q/Q; σ_h = σ_q/Q; δ = ξ_max/Q).
 #[derive(Debug, Args)]
@@ -51,24 +52,37 @@ pub(crate) fn run(a: &BoundArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let f = r.freedman;
-    println!("inputs: h0 = {}, α = {}, σ_h = {}, δ = {}, K = {}", x.h0, x.alpha, x.sigma_h, x.delta, x.steps);
     println!(
-        "Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {:.4}, s² = {:.4}, P(exit within K) ≤ {:.6}",
-        f.lambda, f.s2, f.probability
+        "inputs: h0 = {}, α = {}, σ_h = {}, δ = {}, K = {}",
+        number(x.h0),
+        number(x.alpha),
+        number(x.sigma_h),
+        number(x.delta),
+        x.steps
+    );
+    println!(
+        "Freedman (Cosner, Culbertson & Ames 2024, Thm 3): λ = {}, s² = {}, P(exit within K) ≤ {}",
+        nonzero(f.lambda, 4),
+        nonzero(f.s2, 4),
+        fixed(f.probability, 6)
     );
     match (r.ville, a.upper) {
-        (Some(v), Some(b)) => println!("Ville-type (h ≤ {b}): P(exit within K) ≤ {v:.6}"),
+        (Some(v), Some(b)) => println!("Ville-type (h ≤ {}): P(exit within K) ≤ {}", number(b), fixed(v, 6)),
         _ => println!("Ville-type: give --upper B (the barrier's maximum, θ for a queue) to compute it"),
     }
     if let Some(i) = r.inverse {
+        let eps = number(i.epsilon);
         match i.required_h0 {
-            Some(h) => println!(
-                "inverse design: ε = {} needs h0 ≥ {h:.6} (start at most {h:.6}·Q below the boundary)",
-                i.epsilon
-            ),
-            None => {
-                println!("inverse design: no starting margin achieves ε = {} with this noise over K steps", i.epsilon)
+            Some(h) if h.is_finite() => {
+                let h = nonzero(h, 6);
+                println!("inverse design: ε = {eps} needs h0 ≥ {h} (start at most {h}·Q below the boundary)")
             }
+            // α^K underflows to 0: no finite margin survives K steps of decay.
+            Some(_) => println!(
+                "inverse design: ε = {eps} needs a starting margin beyond any finite number (α^K = {} over K steps)",
+                number(x.alpha.powf(x.steps as f64))
+            ),
+            None => println!("inverse design: no starting margin achieves ε = {eps} with this noise over K steps"),
         }
     }
     Ok(ExitCode::SUCCESS)

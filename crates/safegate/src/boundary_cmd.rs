@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use clap::{Args, Subcommand};
 use safegate_core::stats::Verdict;
 use safegate_render::boundary::render;
+use safegate_render::numbers::number;
 use safegate_studies::telemetry::traces::{generate, Fault, TraceSpec};
 use safegate_studies::telemetry::{self, CheckError, CheckOptions, CheckReport, Format, Telemetry};
 use serde::Serialize;
@@ -117,15 +118,15 @@ pub(crate) fn run(args: &BoundaryArgs) -> Result<ExitCode> {
 fn sample(a: &SampleArgs) -> Result<ExitCode> {
     let fault = Fault::from_name(&a.fault).context("--fault")?;
     if !(a.dt >= 0.001 && a.dt <= 60.0) {
-        bail!("--dt {}: must be between 0.001 and 60 seconds", a.dt);
+        bail!("--dt {}: must be between 0.001 and 60 seconds", number(a.dt));
     }
     // (The model steps every 0.1 s at most and the telemetry is held in memory: at most
     // 2,000,000 samples and 20,000,000 model steps, about 200 MB.)
     if !(a.duration >= 10.0 * a.dt && a.duration / a.dt <= 2e6 && a.duration / a.dt.min(0.1) <= 2e7) {
         bail!(
             "--duration {}: must hold at least 10 and at most 2,000,000 samples of --dt {} (and at most 2,000,000 s of the model)",
-            a.duration,
-            a.dt
+            number(a.duration),
+            number(a.dt)
         );
     }
     let spec = TraceSpec { duration: a.duration, dt: a.dt, ..TraceSpec::new(fault, a.seed) };
@@ -172,7 +173,7 @@ fn parse_input(source: &str, text: &str, format: Option<Format>) -> Result<(Tele
 fn run_check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<CheckReport> {
     let mut report = telemetry::check(tel, opts, source).map_err(|e| match e {
         CheckError::Option { source, field, value, rule } => {
-            anyhow!("{source}: --{} {value}: {rule}", field.replace('_', "-"))
+            anyhow!("{source}: --{} {}: {rule}", field.replace('_', "-"), shown(value))
         }
         CheckError::UnknownCapacity { source, signal, in_data } => {
             anyhow!("{source}: the {}'s capacity is unknown: pass --capacity Q (or {in_data})", signal.name())
@@ -183,6 +184,12 @@ fn run_check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
     report.exits.reason = report.exits.reason.replace(telemetry::NO_WINDOW_ADVICE, ADVICE);
     report.draft = report.draft.replace(telemetry::NO_WINDOW_ADVICE, ADVICE);
     Ok(report)
+}
+
+/// An option's value as an error echoes it: a number in a bounded width (`1e-320`, not the
+/// 320 digits `f64::to_string` writes), anything else as it is.
+fn shown(value: String) -> String {
+    value.trim().parse::<f64>().map_or(value, number)
 }
 
 #[derive(Serialize)]

@@ -38,7 +38,9 @@ impl HorizonInputs {
     /// Checked inputs: `α ∈ (0, 1]`, a finite `σ_h ≥ 0`, a finite `δ > 0` and a finite `h₀`
     /// (a negative margin is a start outside the safe set: the bounds are then 1). The first
     /// value out of range is the error, in that order, with its field's name (`alpha`,
-    /// `sigma_h`, `delta`, `h0`).
+    /// `sigma_h`, `delta`, `h0`). Then the derived values: the variance sum `s²` must be a
+    /// finite float (else `sigma_h` is the error: `σ_h = 1e200` over `δ = 0.05`), and so
+    /// must `λ = α^K·h₀/δ` (else `h0`): a bound is never computed from an overflow.
     ///
     /// ```
     /// use safegate_core::filter::bound::HorizonInputs;
@@ -54,7 +56,25 @@ impl HorizonInputs {
         if !crate::finite(h0) {
             return Err(RangeError::new("h0", h0, "a finite margin"));
         }
-        Ok(Self { h0, alpha, sigma_h, delta, steps })
+        let x = Self { h0, alpha, sigma_h, delta, steps };
+        let (delta, k) = (crate::error::number(delta), steps);
+        if !crate::finite(variance_sum(&x)) {
+            return Err(RangeError::new(
+                "sigma_h",
+                sigma_h,
+                format!(
+                    "[0, ∞) with s² = (σ_h/δ)²·(1 + α² + … + α^2(K−1)) a finite float (≤ 1.8e308); with δ = {delta}, K = {k} it overflows"
+                ),
+            ));
+        }
+        if !crate::finite(lambda(&x)) {
+            return Err(RangeError::new(
+                "h0",
+                h0,
+                format!("a finite margin with λ = α^K·h0/δ a finite float (≤ 1.8e308); with δ = {delta} it overflows"),
+            ));
+        }
+        Ok(x)
     }
 }
 
@@ -85,13 +105,21 @@ pub fn freedman_h(lambda: f64, s2: f64) -> f64 {
 /// `s²` of the Freedman bound.
 fn variance_sum(x: &HorizonInputs) -> f64 {
     let k = x.steps as f64;
-    let v = x.sigma_h * x.sigma_h / (x.delta * x.delta);
+    // (σ_h/δ)², not σ_h²/δ²: the squares over- or underflow on their own (σ_h = δ = 1e308
+    // gave ∞/∞ = NaN, σ_h = 0 with δ = 1e-200 gave 0/0).
+    let r = x.sigma_h / x.delta;
+    let v = r * r;
     if x.alpha >= 1.0 {
         k * v
     } else {
         let a2 = x.alpha * x.alpha;
         v * (1.0 - a2.powf(k)) / (1.0 - a2)
     }
+}
+
+/// `λ = α^K·h₀/δ` of the Freedman bound.
+fn lambda(x: &HorizonInputs) -> f64 {
+    x.alpha.powf(x.steps as f64) * x.h0 / x.delta
 }
 
 /// The Freedman-type bound (Cosner, Culbertson & Ames 2024, Theorem 3).
@@ -109,7 +137,7 @@ fn variance_sum(x: &HorizonInputs) -> f64 {
 /// assert!((b.probability - 0.016).abs() < 0.0005);
 /// ```
 pub fn freedman(x: &HorizonInputs) -> FreedmanBound {
-    let lambda = x.alpha.powf(x.steps as f64) * x.h0 / x.delta;
+    let lambda = lambda(x);
     let s2 = variance_sum(x);
     FreedmanBound { lambda, s2, probability: freedman_h(lambda, s2) }
 }
@@ -254,6 +282,39 @@ mod tests {
         // The first bad value in the order α, σ_h, δ, h₀ is the one reported.
         assert_eq!(field(HorizonInputs::new(f64::NAN, 2.0, -1.0, 0.0, 1)), "alpha");
         assert_eq!(field(HorizonInputs::new(f64::NAN, 1.0, -1.0, 0.0, 1)), "sigma_h");
+    }
+
+    /// Inputs each in range whose derived values overflow are refused, naming the input:
+    /// `bound --sigma 1e308 --delta 1e308` printed `s² = NaN`, `--sigma 1e200` `s² = inf`.
+    #[test]
+    fn inputs_whose_derived_values_overflow_are_refused() {
+        for (sigma, delta, alpha, steps) in [
+            (1e200, 0.05, 1.0, 100),
+            (1e200, 1.0, 1.0, 100),
+            (1e154, 1e-10, 1.0, 1),
+            (1e150, 1e-10, 0.999_999, 1_000_000),
+            (1.0, f64::MIN_POSITIVE, 1.0, 1),
+        ] {
+            let e = HorizonInputs::new(0.35, alpha, sigma, delta, steps).unwrap_err();
+            assert_eq!(e.field, "sigma_h", "{sigma:e} {delta:e}: {e}");
+            assert!(e.to_string().contains("overflow"), "{e}");
+        }
+        let e = HorizonInputs::new(1e300, 1.0, 0.0, 1e-300, 10).unwrap_err();
+        assert_eq!(e.field, "h0");
+        assert_eq!(
+            e.to_string(),
+            "h0 = 1e300 is out of range: allowed a finite margin with λ = α^K·h0/δ a finite float (≤ 1.8e308); with δ = 1e-300 it overflows"
+        );
+        // Large or tiny but with finite derived values: accepted, and every number of the
+        // bound is finite (σ_h = δ = 1e308 is s² = K, not ∞/∞).
+        for (h0, sigma, delta) in
+            [(1e10, 1e150, 1e-3), (1e300, 1e-300, 1.0), (0.35, 1e154, 1.0), (0.35, 1e308, 1e308), (0.35, 0.0, 1e-200)]
+        {
+            let x = HorizonInputs::new(h0, 1.0, sigma, delta, 1).unwrap();
+            let b = freedman(&x);
+            assert!(b.lambda.is_finite() && b.s2.is_finite() && b.probability.is_finite(), "{b:?}");
+        }
+        assert_eq!(freedman(&HorizonInputs::new(0.35, 1.0, 1e308, 1e308, 100).unwrap()).s2, 100.0);
     }
 
     #[test]
