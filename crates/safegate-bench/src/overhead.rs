@@ -191,7 +191,7 @@ fn cases() -> Result<Vec<(&'static str, Case)>> {
     v.push((
         "admission",
         Box::new(|n, two| {
-            // The default stack: vegas under the default boundary's safety filter.
+            // The default stack: `peak` (reject mode: the nominal alone under the barrier's cap).
             let layer = AdmissionLayer::builder()
                 .max_concurrency(LIMIT as u32)
                 .capacity(CAPACITY)
@@ -208,6 +208,25 @@ fn cases() -> Result<Vec<(&'static str, Case)>> {
         }),
     ));
     Ok(v)
+}
+
+/// The names of the stacks [`overhead`] measures (`noop`, `concurrency_limit`,
+/// `load_shed_concurrency_limit`, `admission`, and `tower_acc` when built).
+pub fn stack_names() -> Result<Vec<&'static str>> {
+    Ok(cases()?.into_iter().map(|(k, _)| k).collect())
+}
+
+/// Drive `n` requests through the stack named `name` on this thread, as [`overhead`] does
+/// for one thread: the workload of `examples/instructions.rs`, which counts its
+/// instructions under callgrind (a count does not depend on the host's speed that day).
+pub fn drive_named(name: &str, n: u64) -> Result<()> {
+    let cases = cases()?;
+    let Some((_, case)) = cases.iter().find(|(k, _)| *k == name) else {
+        let known: Vec<&str> = cases.iter().map(|(k, _)| *k).collect();
+        return Err(Error::input("stack", format!("unknown stack {name:?}; known are {}", known.join(", "))));
+    };
+    case(n, false);
+    Ok(())
 }
 
 fn measure(cases: &[(&'static str, Case)], n: u64, rounds: usize, two: bool) -> Figures {

@@ -170,6 +170,6 @@ impl Policy for Peak {
     }
 
     fn next_decision_within(&self) -> Option<f64> {
-        self.open.is_some().then(|| self.cfg.interval * OPEN_CADENCE)
+        self.open.is_some().then_some(self.cfg.interval * OPEN_CADENCE)
     }
 }
