@@ -20,21 +20,22 @@ use crate::error::ParseError;
 /// assert!(e.to_string().contains("treshold"));
 /// ```
 pub fn parse<T: DeserializeOwned>(text: &str, overrides: &[(String, String)]) -> Result<T, ParseError> {
-    let one_line = |e: &dyn std::fmt::Display| ParseError(e.to_string().trim().replace('\n', " "));
-    let mut root: toml::Table = toml::from_str(text).map_err(|e| one_line(&e))?;
+    // Every message is one line, and quotes at most a bounded excerpt of the input (a
+    // 100,000-deep array gave a 200 KB line echoing its brackets).
+    let one_line = |e: &dyn std::fmt::Display| ParseError(bounded_message(&e.to_string()));
+    let mut root: toml::Table = toml::from_str(text).map_err(|e| ParseError(syntax_message(text, &e)))?;
     for (path, raw) in overrides {
-        let value = match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
-            Ok(mut t) => t.remove("v").unwrap_or(toml::Value::String(raw.clone())),
-            Err(_) => toml::Value::String(raw.clone()),
-        };
+        let value = override_value(raw);
         let mut keys: Vec<&str> = path.split('.').collect();
+        let shown = excerpt(path);
         let last =
-            keys.pop().filter(|k| !k.is_empty()).ok_or_else(|| ParseError(format!("override `{path}`: empty key")))?;
+            keys.pop().filter(|k| !k.is_empty()).ok_or_else(|| ParseError(format!("override `{shown}`: empty key")))?;
         let mut table = &mut root;
         for k in keys {
             let entry = table.entry(k.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
-            table =
-                entry.as_table_mut().ok_or_else(|| ParseError(format!("override `{path}`: `{k}` is not a table")))?;
+            table = entry
+                .as_table_mut()
+                .ok_or_else(|| ParseError(format!("override `{shown}`: `{}` is not a table", excerpt(k))))?;
         }
         table.insert(last.to_string(), value);
     }
@@ -56,6 +57,172 @@ pub fn parse<T: DeserializeOwned>(text: &str, overrides: &[(String, String)]) ->
             }
             Err(one_line(&e))
         }
+    }
+}
+
+/// The value of a `key = value` override: `raw` read as a TOML value, or as a string when
+/// it is not one (a bare word, or text TOML cannot read).
+pub fn override_value(raw: &str) -> toml::Value {
+    match toml::from_str::<toml::Table>(&format!("v = {raw}")) {
+        Ok(mut t) => t.remove("v").unwrap_or_else(|| toml::Value::String(raw.to_string())),
+        Err(_) => toml::Value::String(raw.to_string()),
+    }
+}
+
+/// The key paths a `key = value` override sets: `key` itself, or, when the value is a
+/// table (`--set traffic.spike={ start = 1, duration = 2, rate = 90 }`), the path of every
+/// value inside it (`traffic.spike.start`, …). An empty table sets `key`.
+///
+/// ```
+/// use safegate_core::config_file::override_leaves;
+///
+/// assert_eq!(override_leaves("model.rate", "36"), ["model.rate"]);
+/// assert_eq!(override_leaves("model", "{ rate = 36, busy = \"fluid\" }"), ["model.busy", "model.rate"]);
+/// ```
+pub fn override_leaves(key: &str, raw: &str) -> Vec<String> {
+    fn walk(path: String, v: &toml::Value, out: &mut Vec<String>) {
+        match v {
+            toml::Value::Table(t) if !t.is_empty() => {
+                for (k, v) in t {
+                    walk(format!("{path}.{k}"), v, out);
+                }
+            }
+            _ => out.push(path),
+        }
+    }
+    let mut out = Vec::new();
+    walk(key.to_string(), &override_value(raw), &mut out);
+    out
+}
+
+/// Most characters of the input an error message quotes ([`excerpt`]).
+pub const EXCERPT_CHARS: usize = 80;
+
+/// Most characters of a whole message after [`bounded_message`].
+pub const MESSAGE_CHARS: usize = 1000;
+
+/// `text` as an error message quotes it: at most [`EXCERPT_CHARS`] characters, "…" in
+/// place of the rest.
+///
+/// ```
+/// use safegate_core::config_file::{excerpt, EXCERPT_CHARS};
+///
+/// assert_eq!(excerpt("short"), "short");
+/// let long = excerpt(&"[".repeat(100_000));
+/// assert_eq!(long, format!("{}…", "[".repeat(EXCERPT_CHARS)));
+/// ```
+pub fn excerpt(text: &str) -> String {
+    match text.char_indices().nth(EXCERPT_CHARS) {
+        None => text.to_string(),
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+    }
+}
+
+/// [`excerpt`] of `text`, and how many characters it had when it was cut.
+fn excerpt_counted(text: &str) -> (String, Option<usize>) {
+    let cut = excerpt(text);
+    if cut.len() == text.len() {
+        (cut, None)
+    } else {
+        (cut, Some(text.chars().count()))
+    }
+}
+
+/// `message` on one line, every quoted run (in backticks or double quotes) and every run
+/// without a space longer than [`EXCERPT_CHARS`] cut to an [`excerpt`], and the whole at
+/// most [`MESSAGE_CHARS`]: parse errors echo what they could not read (`unknown variant
+/// \`[[[[…\``), and that may be the whole input.
+///
+/// ```
+/// use safegate_core::config_file::bounded_message;
+///
+/// let m = bounded_message(&format!("invalid type: string \"{}\", expected f64 in `traffic.rate`", "[".repeat(50_000)));
+/// assert!(m.len() < 200 && m.ends_with("expected f64 in `traffic.rate`"), "{m}");
+/// assert_eq!(bounded_message("line 1\nline 2"), "line 1 line 2");
+/// ```
+pub fn bounded_message(message: &str) -> String {
+    let one_line = message.trim().replace(['\n', '\r'], " ");
+    let mut out = String::with_capacity(one_line.len().min(MESSAGE_CHARS * 4));
+    let mut rest = one_line.as_str();
+    while let Some(c) = rest.chars().next() {
+        if c == '`' || c == '"' {
+            // The quoted run up to its closing quote (a double quote escaped as `\"` is
+            // inside it); an unclosed quote quotes the rest.
+            let body = &rest[1..];
+            let mut end = None;
+            let mut escaped = false;
+            for (i, ch) in body.char_indices() {
+                if ch == c && !(c == '"' && escaped) {
+                    end = Some(i);
+                    break;
+                }
+                escaped = ch == '\\' && !escaped;
+            }
+            let (inner, after, closed) = match end {
+                Some(i) => (&body[..i], &body[i + 1..], true),
+                None => (body, "", false),
+            };
+            let (shown, cut) = excerpt_counted(inner);
+            out.push(c);
+            out.push_str(&shown);
+            if closed {
+                out.push(c);
+            }
+            if let Some(n) = cut {
+                out.push_str(&format!(" ({n} characters)"));
+            }
+            rest = after;
+        } else if c.is_whitespace() {
+            out.push(c);
+            rest = &rest[c.len_utf8()..];
+        } else {
+            let end = rest.find(|ch: char| ch.is_whitespace() || ch == '`' || ch == '"').unwrap_or(rest.len());
+            let (shown, cut) = excerpt_counted(&rest[..end]);
+            out.push_str(&shown);
+            if let Some(n) = cut {
+                out.push_str(&format!(" ({n} characters)"));
+            }
+            rest = &rest[end..];
+        }
+    }
+    match out.char_indices().nth(MESSAGE_CHARS) {
+        None => out,
+        Some((cut, _)) => {
+            // Keep the head and the tail (where the key path is named).
+            let tail_chars = MESSAGE_CHARS / 4;
+            let total = out.chars().count();
+            let tail_at = out.char_indices().nth(total - tail_chars).map_or(out.len(), |(i, _)| i);
+            let head_at = out.char_indices().nth(MESSAGE_CHARS - tail_chars).map_or(cut, |(i, _)| i);
+            format!("{} … {}", &out[..head_at], &out[tail_at..])
+        }
+    }
+}
+
+/// A TOML syntax error in `text` as one line: where it is (line, column), what is wrong,
+/// and an excerpt of the line around the place, never the whole line.
+fn syntax_message(text: &str, e: &toml::de::Error) -> String {
+    let what = bounded_message(e.message());
+    let Some(span) = e.span() else { return format!("TOML parse error: {what}") };
+    let at = span.start.min(text.len());
+    let at = (0..=at).rev().find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+    let line_start = text[..at].rfind('\n').map_or(0, |i| i + 1);
+    let line_end = text[at..].find('\n').map_or(text.len(), |i| at + i);
+    let line_no = text[..line_start].matches('\n').count() + 1;
+    let before: Vec<char> = text[line_start..at].chars().collect();
+    let column = before.len() + 1;
+    // Up to half an excerpt before the place and the rest after it.
+    let lead = EXCERPT_CHARS / 2;
+    let from = before.len().saturating_sub(lead);
+    let head: String = before[from..].iter().collect();
+    let after = &text[at..line_end];
+    let tail: String = after.chars().take(EXCERPT_CHARS - (before.len() - from)).collect();
+    let cut_tail = tail.len() < after.len();
+    let near = format!("{}{}{}", if from > 0 { "…" } else { "" }, head + &tail, if cut_tail { "…" } else { "" });
+    let near = near.trim_end_matches('\r');
+    if near.trim().is_empty() {
+        format!("TOML parse error at line {line_no}, column {column}: {what}")
+    } else {
+        format!("TOML parse error at line {line_no}, column {column}: {what} (near `{near}`)")
     }
 }
 
@@ -272,5 +439,49 @@ mod tests {
         // No Rust type names in the message.
         let e = parse::<File>("run = 5", &[]).unwrap_err().0;
         assert!(e.contains("expected a table") && !e.contains("struct"), "{e}");
+    }
+
+    /// Issue "a 100,000-deep TOML array gets a 200 KB error line": every message quotes at
+    /// most a bounded excerpt of the input, in a file and in an override alike.
+    #[test]
+    fn errors_quote_a_bounded_excerpt_of_the_input() {
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let short = |e: &ParseError| {
+            assert!(e.0.chars().count() <= MESSAGE_CHARS + 10, "{} chars: {}…", e.0.len(), &e.0[..200]);
+            assert!(!e.0.contains(&"[".repeat(EXCERPT_CHARS + 1)), "{}", e.0);
+            assert!(!e.0.contains('\n'), "{}", e.0);
+        };
+        // In the file: the line and column, what is wrong, and a short excerpt.
+        let e = parse::<File>(&format!("[run]\nmode = {deep}\n"), &[]).unwrap_err();
+        short(&e);
+        assert!(e.0.starts_with("TOML parse error at line 2, column "), "{}", e.0);
+        assert!(e.0.contains("recursion limit") && e.0.contains("(near `…[[[["), "{}", e.0);
+        // An override: its value is taken as a string the message would quote whole.
+        let e = parse::<File>("", &[("run.mode".into(), deep.clone())]).unwrap_err();
+        short(&e);
+        assert!(e.0.contains("run.mode") && e.0.contains("(200000 characters)"), "{}", e.0);
+        let e = parse::<File>("", &[("run".into(), format!("{{ mode = \"{}\" }}", "x".repeat(100_000)))]).unwrap_err();
+        short(&e);
+        assert!(e.0.ends_with("in `run.mode`"), "{}", e.0);
+        // A long key, in the file and in an override.
+        let e = parse::<File>(&format!("{} = 1", "k".repeat(100_000)), &[]).unwrap_err();
+        short(&e);
+        let e = parse::<File>("", &[(format!("{}.x", "k".repeat(100_000)), "1".into())]).unwrap_err();
+        short(&e);
+        // A long line of anything else.
+        let e = parse::<File>(&format!("x = \"{}", "y".repeat(100_000)), &[]).unwrap_err();
+        short(&e);
+        assert!(e.0.starts_with("TOML parse error at line 1, column "), "{}", e.0);
+        // Short input keeps its message whole.
+        let e = parse::<File>("a = 1\nb = [1, 2\nc = 3", &[]).unwrap_err();
+        assert_eq!(e.0, "TOML parse error at line 3, column 1: invalid array expected `]` (near `c = 3`)");
+    }
+
+    #[test]
+    fn override_leaves_name_every_value_a_table_sets() {
+        assert_eq!(override_leaves("run.mode", "stepped"), ["run.mode"]);
+        assert_eq!(override_leaves("traffic.spike", "{ start = 1, duration = 2, rate = 3 }").len(), 3);
+        assert_eq!(override_leaves("a", "{ b = { c = 1 }, d = {} }"), ["a.b.c", "a.d"]);
+        assert_eq!(override_leaves("a", "{}"), ["a"]);
     }
 }

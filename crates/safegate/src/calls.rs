@@ -35,7 +35,9 @@ pub(crate) fn experiments(setup: &Setup, chosen: &[&Experiment], show: bool) -> 
 pub(crate) fn verify_boundary(request: VerifyRequest, file: &str, show: bool) -> Result<(VerifyReport, f64)> {
     let vc = request.build().map_err(|e| match e {
         VerifyError::Boundary(e) => anyhow!("{file}: {e}"),
-        VerifyError::Nominal(name) => anyhow!("--nominal {name:?}: expected open or seed-gate"),
+        VerifyError::Nominal(name) => {
+            anyhow!("--nominal {:?}: expected open or seed-gate", safegate_core::config_file::excerpt(&name))
+        }
         VerifyError::Setting(e) if e.field == "trials" && e.value == "0" => anyhow!("--trials must be at least 1"),
         // The request's fields are the flags that set them.
         VerifyError::Setting(mut e) => {

@@ -23,7 +23,8 @@ pub(crate) struct ReproduceArgs {
     #[arg(long, value_name = "DIR")]
     pub(crate) figures: Option<PathBuf>,
     /// Change a model constant for every experiment (`--set model.rate=36`): the rows that
-    /// depend on it should then fail.
+    /// depend on it should then fail. A key no selected experiment or row reads (one they
+    /// set themselves, as traffic.rate) is refused; the rows a key does not reach are named.
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub(crate) set: Vec<String>,
     /// Seed of every random draw.
@@ -41,13 +42,12 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let mut overrides = Vec::new();
-    for kv in &args.set {
-        let (k, v) = kv.split_once('=').with_context(|| format!("--set {kv:?}: expected KEY=VALUE"))?;
-        overrides.push((k.trim().to_string(), v.trim().to_string()));
-    }
+    let overrides = crate::set_arg::parse_sets(&args.set)?;
     let setup = Setup::with_overrides(&overrides, args.seed)?;
     let selection = experiments::select(&args.only).map_err(|e| anyhow!("--only {e}"))?;
+    // An override no selected experiment or row reads would change nothing and be shown
+    // as a change: refused, naming what they read.
+    let keys = experiments::check_overrides(&overrides, &selection)?;
     let chosen = &selection.experiments;
 
     if let Some(dir) = &args.figures {
@@ -78,6 +78,9 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
             .map(|(exp, row)| {
                 let mut v = serde_json::to_value(row).expect("rows serialise");
                 v["experiment"] = serde_json::Value::from(*exp);
+                if !keys.is_empty() {
+                    v["overrides_not_read"] = serde_json::Value::from(unread_by(exp, &row.id, &keys));
+                }
                 v
             })
             .collect();
@@ -96,10 +99,49 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         if !overrides.is_empty() {
             let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             println!("model changed from the seed's: {}", list.join(", "));
+            for key in &keys {
+                if let Some(missed) = rows_not_reading(key, &rows) {
+                    println!("  {key} does not reach {missed}");
+                }
+            }
         }
         if let Some(dir) = &args.figures {
             println!("figures: {}", dir.display());
         }
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
+}
+
+/// The override keys row `row` of experiment `experiment` does not read.
+fn unread_by(experiment: &str, row: &str, keys: &[String]) -> Vec<String> {
+    let Some(e) = experiments::find(experiment) else { return keys.to_vec() };
+    keys.iter().filter(|k| !experiments::row_reads(e, row, k)).cloned().collect()
+}
+
+/// The rows shown that do not read `key`, in words (`5 of 34 rows: severity (5 rows), usl`),
+/// or `None` when every row reads it.
+fn rows_not_reading(key: &str, rows: &[(&'static str, &Row)]) -> Option<String> {
+    let mut by_experiment: Vec<(&str, Vec<&str>, usize)> = Vec::new();
+    for (exp, row) in rows {
+        let missed = !unread_by(exp, &row.id, &[key.to_string()]).is_empty();
+        match by_experiment.iter_mut().find(|(e, _, _)| e == exp) {
+            Some((_, ids, n)) => {
+                *n += 1;
+                if missed {
+                    ids.push(&row.id);
+                }
+            }
+            None => by_experiment.push((exp, if missed { vec![&row.id] } else { vec![] }, 1)),
+        }
+    }
+    let count: usize = by_experiment.iter().map(|(_, ids, _)| ids.len()).sum();
+    if count == 0 {
+        return None;
+    }
+    let parts: Vec<String> = by_experiment
+        .iter()
+        .filter(|(_, ids, _)| !ids.is_empty())
+        .map(|(exp, ids, n)| if ids.len() == *n && *n > 1 { format!("{exp} ({n} rows)") } else { ids.join(", ") })
+        .collect();
+    Some(format!("{count} of {} rows: {}", rows.len(), parts.join(", ")))
 }

@@ -6,9 +6,10 @@ use anyhow::{Context, Result};
 pub(crate) fn parse_sets(sets: &[String]) -> Result<Vec<(String, String)>> {
     sets.iter()
         .map(|kv| {
-            let (k, v) = kv
-                .split_once('=')
-                .with_context(|| format!("--set {kv:?}: expected KEY=VALUE, e.g. health.shape.low=0.2"))?;
+            let (k, v) = kv.split_once('=').with_context(|| {
+                let shown = safegate_core::config_file::excerpt(kv);
+                format!("--set {shown:?}: expected KEY=VALUE, e.g. health.low=0.2")
+            })?;
             Ok((k.trim().to_string(), v.trim().to_string()))
         })
         .collect()

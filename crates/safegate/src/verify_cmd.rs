@@ -20,7 +20,9 @@ pub(crate) struct VerifyArgs {
     /// The scenario whose pool and health shape are used (default: the seed's λ = 80 band).
     #[arg(long, value_name = "FILE")]
     pub(crate) scenario: Option<PathBuf>,
-    /// Trajectories per envelope cell and arm (filtered, unfiltered).
+    /// Trajectories per envelope cell and arm (filtered, unfiltered). Too few to show ε
+    /// held or exceeded (or to put 10 trajectories in the CVaR's tail) give the verdict
+    /// "inconclusive", never a pass or a fail (exit status 1, as for a fail).
     #[arg(long, default_value_t = 1000)]
     pub(crate) trials: u64,
     /// Grid points over the envelope's traffic range.

@@ -306,7 +306,8 @@ fn verify_prints_the_headline_keys() {
         "1",
         "--json",
     ]);
-    // 20 trials cannot bring the 99 % upper limit under 1 %: exit status 1, with the reason.
+    // 20 trials cannot bring the 99 % upper limit under 1 %: exit status 1 (not a pass), with
+    // the reason.
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     for key in ["estimate", "ci_low", "ci_high", "trials"] {
@@ -319,8 +320,11 @@ fn verify_prints_the_headline_keys() {
     assert_eq!(v["cvar"]["rho"], 0.05);
     assert!(v["feasible_fraction"].is_number() && v["backup_fraction"].is_number());
     let verdict = v["verdict"].as_str().unwrap();
-    assert!(verdict.starts_with("fail"), "{verdict}");
-    // No exit was seen: the verdict says the trials were too few, not that ε was exceeded.
+    // No exit was seen, but 20 trials cannot show ε = 0.01 held: inconclusive, not a fail,
+    // saying the trials were too few, not that ε was exceeded.
+    assert!(verdict.starts_with("inconclusive"), "{verdict}");
+    assert_eq!(v["outcome"], "inconclusive");
+    assert_eq!(v["pass"], false);
     assert!(verdict.contains("ε not shown") && verdict.contains("528 trials"), "{verdict}");
     assert!(!verdict.contains("exit frequency above"), "{verdict}");
     assert_eq!(v["exit_probability"]["exits"], 0);
@@ -463,4 +467,120 @@ fn a_failing_standard_output_is_an_error_not_a_panic() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(141), "{err}");
     assert!(!err.contains("panicked"), "{err}");
+}
+
+/// Issue "`verify --trials 1` says fail (too few trials)": on evidence that thin the verdict
+/// is "inconclusive", in the text and in --json, never a pass or a fail.
+#[test]
+fn verify_on_thin_evidence_is_inconclusive() {
+    let boundary = format!("{}/../../boundaries/seed-80.toml", env!("CARGO_MANIFEST_DIR"));
+    let args = ["verify", "--boundary", &boundary, "--trials", "1", "--traffic-points", "1", "--health-points", "1"];
+    let out = safegate(&args);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let verdict = text.lines().find(|l| l.starts_with("verdict: ")).unwrap_or_else(|| panic!("{text}"));
+    assert!(verdict.starts_with("verdict: inconclusive: "), "{verdict}");
+    assert!(!verdict.contains("fail") && verdict.contains("CVaR not judged"), "{verdict}");
+    let out = safegate(&[&args[..], &["--json"]].concat());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["outcome"].as_str(), v["pass"].as_bool()), (Some("inconclusive"), Some(false)), "{v}");
+    assert!(v["verdict"].as_str().unwrap().starts_with("inconclusive: "), "{v}");
+}
+
+/// Issue "an override that nothing reads is accepted in silence": `reproduce --set` with a
+/// key no selected experiment or row reads is refused (exit status 2), naming the key, the
+/// experiments or rows and what they read; a key some rows do not read is said so.
+#[test]
+fn reproduce_refuses_an_override_no_selected_experiment_reads() {
+    let stderr = |o: &std::process::Output| String::from_utf8_lossy(&o.stderr).to_string();
+    for (only, set, named) in [
+        ("", "traffic.rate=5", "(ceiling, recovery, pinned, poa, band, severity, imm, frontier, probebw, game)"),
+        ("band", "gate.threshold=0.5", "(band)"),
+        ("band", "health.start=30", "(band)"),
+        ("severity", "model.rate=36", "(severity)"),
+        ("band-80-floor-analytic", "run.dt=0.02", "(band-80-floor-analytic)"),
+        ("pinned", "retries.probability=0.3", "(pinned)"),
+    ] {
+        let mut args = vec!["reproduce", "--set", set];
+        if !only.is_empty() {
+            args.extend(["--only", only]);
+        }
+        let out = safegate(&args);
+        let e = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {e}");
+        let key = set.split('=').next().unwrap();
+        assert!(
+            e.starts_with(&format!("error: --set {key}: not read by any selected experiment or row {named}")),
+            "{e}"
+        );
+        assert!(e.contains("what they read: "), "{e}");
+        assert!(out.stdout.is_empty(), "nothing is run: {}", String::from_utf8_lossy(&out.stdout));
+    }
+    // Read by some rows only: run, and the rows it does not reach are named.
+    let out = safegate(&["reproduce", "--only", "band,usl", "--set", "run.dt=0.02"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_ne!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(text.contains("model changed from the seed's: run.dt = 0.02"), "{text}");
+    assert!(text.contains("run.dt does not reach 2 of 6 rows: band-80-floor-analytic, usl"), "{text}");
+    let out = safegate(&["reproduce", "--only", "band,usl", "--set", "run.dt=0.02", "--json"]);
+    let rows: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    for r in rows.as_array().unwrap() {
+        let unread = r["overrides_not_read"].as_array().unwrap();
+        let expect = ["band-80-floor-analytic", "usl"].contains(&r["id"].as_str().unwrap());
+        assert_eq!(unread.len(), usize::from(expect), "{r}");
+    }
+}
+
+/// Issue "a 100,000-deep TOML array gets a 200 KB error line": a parse error names the
+/// input and quotes at most a bounded excerpt of it, for a scenario file, a boundary file,
+/// an override's value and telemetry alike (exit status 2).
+#[test]
+fn parse_errors_quote_a_bounded_excerpt_of_the_input() {
+    let dir = std::env::temp_dir().join(format!("safegate-cli-deep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let deep = |n: usize| format!("{}{}", "[".repeat(n), "]".repeat(n));
+    let file = |name: &str, text: String| {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    };
+    let scenario = file("deep-scenario.toml", format!("[traffic]\nrate = {}\n", deep(100_000)));
+    let boundary = file("deep-boundary.toml", format!("[barrier]\nthreshold = {}\n", deep(100_000)));
+    let telemetry = file("long.csv", format!("time,queue\n0,1\n1,{}\n", "[".repeat(100_000)));
+    // An argument is at most 128 KiB: 60,000 deep.
+    let over = format!("model.rate={}", deep(60_000));
+    let bad: [(Vec<&str>, &str); 5] = [
+        (vec!["run", &scenario, "--no-svg"], &scenario),
+        (vec!["verify", "--boundary", &boundary], &boundary),
+        (vec!["reproduce", "--set", &over], "model.rate"),
+        (vec!["run", "--set", &over, "--no-svg"], "model.rate"),
+        (vec!["boundary", "check", &telemetry], &telemetry),
+    ];
+    for (args, names) in bad {
+        let out = safegate(&args);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {}", &e[..e.len().min(300)]);
+        assert!(e.len() < 1000 && e.lines().count() == 1, "{args:?}: {} bytes: {}…", e.len(), &e[..e.len().min(300)]);
+        assert!(e.contains(names) && e.contains("[[[[…"), "{args:?}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Issue "boundary check on a directory or on binary data adds 'telemetry is read up to
+/// 448 MiB (split it)' to an unrelated cause": only the cause is printed.
+#[test]
+#[ignore = "needs crates/safegate/src/boundary_cmd.rs to read through safegate_studies::telemetry::read_input"]
+fn boundary_check_names_the_cause_alone() {
+    let dir = std::env::temp_dir().join(format!("safegate-cli-telemetry-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = dir.join("binary.csv");
+    std::fs::write(&binary, b"time,queue\n0,1\n\xff\xfe\x00\x01\n").unwrap();
+    for (path, cause) in [(dir.display().to_string(), "directory"), (binary.display().to_string(), "not UTF-8")] {
+        let out = safegate(&["boundary", "check", &path]);
+        let e = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{e}");
+        assert!(e.starts_with(&format!("error: {path}: cannot read: ")) && e.contains(cause), "{e}");
+        assert!(!e.contains("MiB") && !e.contains("split"), "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }

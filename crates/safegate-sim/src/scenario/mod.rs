@@ -35,10 +35,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::model::Pool;
 
+mod reach;
 mod resolve;
 pub mod schema;
 mod trace;
 
+pub use reach::Unread;
 pub use schema::{
     GateSection, HealthKind, HealthSection, LawKind, Mode, RetryKind, RetrySection, RunSection, ServiceSection,
     TrafficSection,

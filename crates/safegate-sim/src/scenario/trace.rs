@@ -20,7 +20,10 @@ pub fn load_trace(path: &Path) -> Result<Vec<(f64, f64)>, ScenarioError> {
         let (t, h) = match (a.parse::<f64>(), b.parse::<f64>()) {
             (Ok(t), Ok(h)) => (t, h),
             _ if points.is_empty() && i == 0 => continue, // header
-            _ => return Err(err(i + 1, format!("expected `t,health` numbers, got {line:?}"))),
+            _ => {
+                let got = safegate_core::config_file::excerpt(line);
+                return Err(err(i + 1, format!("expected `t,health` numbers, got {got:?}")));
+            }
         };
         if !(t.is_finite() && (0.0..=crate::health::MAX_HEALTH).contains(&h)) {
             return Err(err(i + 1, format!("t must be finite and health in [0, 100], got {t}, {h}")));
@@ -59,6 +62,10 @@ mod tests {
             let e = load_trace(&file).unwrap_err().to_string();
             assert!(e.starts_with("health.file ") && e.contains(needle), "{text:?}: {e}");
         }
+        // A long line is quoted as an excerpt, not whole.
+        std::fs::write(&file, format!("t,health\n0,1\n{}\n", "[".repeat(100_000))).unwrap();
+        let e = load_trace(&file).unwrap_err().to_string();
+        assert!(e.contains("line 3: expected `t,health`") && e.len() < 300, "{}", &e[..300.min(e.len())]);
         std::fs::write(&file, "t,health\n0,1\n10,0.2\n").unwrap();
         assert_eq!(load_trace(&file).unwrap(), vec![(0.0, 1.0), (10.0, 0.2)]);
         let _ = std::fs::remove_dir_all(&dir);

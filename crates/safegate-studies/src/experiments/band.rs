@@ -15,7 +15,7 @@ fn window(setup: &Setup, sens: f64) -> (f64, f64, safegate_sim::Series) {
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),
         duration: 400.0,
         initial_queue: 0.0,
-        ..setup.base.clone()
+        ..setup.model()
     };
     let s = fluid_series(&cfg, sens, 0.7);
     let (lo, hi) =

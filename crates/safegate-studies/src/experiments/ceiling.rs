@@ -22,7 +22,7 @@ pub fn run(setup: &Setup) -> Report {
         initial_queue: pool.capacity,
         duration: 1.0,
         dt: 1.0,
-        ..setup.base.clone()
+        ..setup.model()
     };
     let measured = pool.capacity
         - safegate_sim::fluid::simulate(&one_step, &mut safegate_core::Open, RunOptions::default()).summary.queue_final;
@@ -42,7 +42,7 @@ pub fn run(setup: &Setup) -> Report {
             health: HealthTrack::new(HealthSchedule::Constant { level: h }),
             initial_queue: pool.capacity,
             duration: 400.0,
-            ..setup.base.clone()
+            ..setup.model()
         };
         lowest = lowest.min(
             safegate_sim::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_min,

@@ -14,6 +14,7 @@
 //! | `figure.rs` | [`Figure`] and [`FigureLine`], figures as plain data |
 //! | `registry.rs` | [`ALL`] the experiments, [`find`] one by id, and the [`Report`] one produces |
 //! | `selection.rs` | [`select`]: which experiments and rows a run asks for |
+//! | `reach.rs` | [`Reads`]: which scenario keys each experiment reads; [`check_overrides`]: which overrides reach the selection |
 //! | one file per experiment | [`ceiling`], [`recovery`], [`pinned`], [`poa`], [`band`], [`severity`], [`imm`], [`frontier`], [`probebw`], [`game`] |
 
 pub mod band;
@@ -25,6 +26,7 @@ pub mod imm;
 pub mod pinned;
 pub mod poa;
 pub mod probebw;
+mod reach;
 pub mod recovery;
 mod registry;
 mod row;
@@ -34,6 +36,7 @@ mod setup;
 pub mod severity;
 
 pub use figure::{Figure, FigureLine};
+pub use reach::{check_overrides, experiment_reads, row_reads, OverrideError, Reads};
 pub use registry::{find, Experiment, Report, ALL};
 pub use row::{Row, Verdict};
 pub use run_many::run_many;

@@ -15,7 +15,7 @@ fn final_queue(setup: &Setup, lambda: f64) -> f64 {
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),
         duration: 400.0,
         initial_queue: 0.0,
-        ..setup.base.clone()
+        ..setup.model()
     };
     safegate_sim::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.queue_final
 }

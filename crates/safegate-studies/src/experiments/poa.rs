@@ -16,7 +16,7 @@ pub fn price_of_anarchy(setup: &Setup, lambda: f64) -> f64 {
         health: HealthTrack::new(HealthSchedule::Cycle(shape)),
         duration: 1200.0,
         initial_queue: 0.0,
-        ..setup.base.clone()
+        ..setup.model()
     };
     let cost = |sens: f64| {
         let s = fluid_series(&cfg, sens, 0.7);

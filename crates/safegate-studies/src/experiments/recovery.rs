@@ -24,7 +24,7 @@ pub fn recovery_delay(setup: &Setup, lambda: f64) -> Option<f64> {
         duration,
         drain_level: 6.0,
         initial_queue: 0.0,
-        ..setup.base.clone()
+        ..setup.model()
     };
     safegate_sim::fluid::simulate(&cfg, &mut safegate_core::Open, RunOptions::default()).summary.recovery_after_dip
 }

@@ -4,7 +4,7 @@ use super::{Experiment, Report, ALL};
 
 /// An id that is neither an experiment's nor any experiment's row's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{id:?}: no such experiment or row (experiments: {})", known.join(", "))]
+#[error("{:?}: no such experiment or row (experiments: {})", safegate_core::config_file::excerpt(.id), .known.join(", "))]
 pub struct UnknownExperiment {
     /// The id asked for (trimmed).
     pub id: String,
@@ -75,6 +75,12 @@ pub fn select(ids: &[String]) -> Result<Selection, UnknownExperiment> {
 }
 
 impl Selection {
+    /// Whether experiment `id` was chosen whole (by its own id, or by no ids at all), not
+    /// only through some of its rows.
+    pub fn is_whole(&self, id: &str) -> bool {
+        self.whole.contains(&id)
+    }
+
     /// Drop the rows of `report` that were not asked for: of an experiment chosen only
     /// through row ids, only those rows are kept.
     pub fn keep_rows(&self, report: &mut Report) {
@@ -158,6 +164,9 @@ mod tests {
         assert_eq!(e.known, ALL.iter().map(|e| e.id).collect::<Vec<_>>());
         assert!(e.to_string().starts_with("\"nonsense\": no such experiment or row (experiments: ceiling, recovery,"));
         assert!(select(&["".into()]).is_err());
+        // A long id is quoted as an excerpt.
+        let e = select(&["x".repeat(100_000)]).unwrap_err().to_string();
+        assert!(e.len() < 300 && e.contains("xxx…\": no such experiment"), "{}", &e[..200.min(e.len())]);
     }
 
     fn report(experiment: &'static str, rows: &[&str]) -> Report {

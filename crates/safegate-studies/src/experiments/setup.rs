@@ -41,6 +41,14 @@ impl Setup {
         }
         Ok(Setup { base, seed, ..Setup::default() })
     }
+
+    /// The model every fluid run of the experiments starts from: [`Setup::base`] without
+    /// what each experiment sets itself as the seed's setup requires (a traffic spike: λ is
+    /// the experiment's; a settled window: its figures are over the whole run). The
+    /// experiments read of it what their [`super::Reads`] say.
+    pub(crate) fn model(&self) -> Config {
+        Config { spike: None, warmup: 0.0, ..self.base.clone() }
+    }
 }
 
 /// The finest `run.dt` `reproduce --set` takes \[s\].

@@ -18,7 +18,7 @@
 //! | file | holds |
 //! |---|---|
 //! | `series.rs` | [`Telemetry`], the [`Signal`] it carries, the limits on what is read |
-//! | `read.rs` | [`sniff`], [`parse`], [`parse_as`]: the format and the readers by format; [`TelemetryError`] |
+//! | `read.rs` | [`read_input`]: the input, bounded; [`sniff`], [`parse`], [`parse_as`]: the format and the readers by format; [`TelemetryError`] |
 //! | `csv.rs`, `prom.rs` | the CSV reader and the Prometheus scrape reader |
 //! | `rates.rs` | counters and per-interval counts as per-second rates, for the readers |
 //! | `write.rs` | [`Telemetry::to_csv`] and [`Telemetry::to_prometheus`] |
@@ -51,7 +51,7 @@ mod write;
 pub use check::{check, NO_WINDOW_ADVICE};
 pub use options::{CheckError, CheckOptions};
 pub(crate) use rates::{counter_to_rate, counts_to_rate, first_above};
-pub use read::{parse, parse_as, sniff, Format, TelemetryError};
+pub use read::{parse, parse_as, read_input, sniff, Format, TelemetryError};
 pub use report::{Cell, CheckReport, Excursions, ExitCheck, Feasibility, Finding, FindingKind, Margin, Severity};
 pub use series::{Signal, Telemetry, MAX_CSV_BYTES, MAX_LEVEL, MAX_PROMETHEUS_BYTES, MAX_RATE, MAX_ROWS};
 

@@ -1,7 +1,8 @@
-//! Reading telemetry: which format a text is in, the readers by format, and the error that
-//! names the line at fault.
+//! Reading telemetry: the input, bounded in size ([`read_input`]), which format a text is
+//! in, the readers by format, and the error that names the line at fault.
 
 use std::fmt;
+use std::path::Path;
 
 use super::{csv, prom, Telemetry};
 
@@ -18,9 +19,35 @@ pub struct TelemetryError {
 
 impl fmt::Display for TelemetryError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // What is wrong may quote the input (a cell, a metric name, a line): at most an
+        // excerpt of it.
+        let what = safegate_core::config_file::bounded_message(&self.what);
         match self.line {
-            Some(l) => write!(f, "{}:{}: {}", self.source, l, self.what),
-            None => write!(f, "{}: {}", self.source, self.what),
+            Some(l) => write!(f, "{}:{}: {what}", self.source, l),
+            None => write!(f, "{}: {what}", self.source),
+        }
+    }
+}
+
+/// Read the telemetry at `path` (`-`: standard input), at most `limit` bytes whatever the
+/// file claims (a device reports no size): its name in errors and its text. The error
+/// names the input and the cause; the advice to split the file is given only when its size
+/// is the cause (not for a directory, a missing file or binary data).
+pub fn read_input(path: &Path, limit: u64) -> Result<(String, String), TelemetryError> {
+    let name = path.display().to_string();
+    let (source, read) = if name == "-" {
+        ("<stdin>".to_string(), safegate_sim::input::read_bounded(std::io::stdin().lock(), limit))
+    } else {
+        (name, safegate_sim::input::read_text(path, limit))
+    };
+    match read {
+        Ok(text) => Ok((source, text)),
+        Err(e) => {
+            let what = match safegate_sim::input::too_large(&e) {
+                Some(_) => format!("cannot read: {e}; split it"),
+                None => format!("cannot read: {e}"),
+            };
+            Err(TelemetryError { source, line: None, what })
         }
     }
 }

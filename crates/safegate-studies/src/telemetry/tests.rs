@@ -1,5 +1,6 @@
 use super::traces::{generate, Fault, TraceSpec};
 use super::*;
+use std::path::Path;
 
 /// The acceptance case: over generated traces with fixed seeds, every fault is flagged in
 /// ≥ 95 % of its traces, and ≤ 5 % of the (trace, check) pairs without that fault are
@@ -272,4 +273,46 @@ fn options_outside_a_boundary_files_ranges_are_refused() {
     }
     let r = check(&tel, &CheckOptions { horizon: 1.0, ..CheckOptions::default() }, "t").unwrap();
     assert_eq!(r.draft_error, None);
+}
+
+/// Issue "boundary check on a directory or on binary data adds 'telemetry is read up to
+/// 448 MiB (split it)' to an unrelated cause": the reader names the input and the cause,
+/// and advises splitting only when the size is the cause.
+#[test]
+fn the_input_is_read_bounded_and_split_advice_is_for_size_alone() {
+    let dir = std::env::temp_dir().join(format!("safegate-telemetry-read-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let binary = dir.join("binary.csv");
+    std::fs::write(&binary, b"time,queue\n0,1\n\xff\xfe\x00\x01").unwrap();
+    let big = dir.join("big.csv");
+    std::fs::write(&big, "time,queue\n".repeat(200)).unwrap();
+    let missing = dir.join("missing.csv");
+    for (path, cause) in [(&dir, "directory"), (&binary, "not UTF-8"), (&missing, "No such file")] {
+        let e = read_input(path, 1 << 20).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{}: cannot read: ", path.display())) && e.contains(cause), "{e}");
+        assert!(!e.contains("split") && !e.contains("MiB"), "{e}");
+    }
+    let e = read_input(&big, 1000).unwrap_err().to_string();
+    assert!(e.contains("cannot read: more than") && e.ends_with("; split it"), "{e}");
+    let e = read_input(Path::new("/dev/zero"), 1 << 20).unwrap_err().to_string();
+    assert!(e.contains("more than 1 MiB") && e.ends_with("split it"), "{e}");
+    let (source, text) = read_input(&big, 1 << 20).unwrap();
+    assert_eq!((source, text.len()), (big.display().to_string(), 2200));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// What is wrong quotes at most an excerpt of the input (a 100,000-character cell, metric
+/// name or line).
+#[test]
+fn errors_quote_a_bounded_excerpt_of_the_input() {
+    let long = "[".repeat(100_000);
+    for text in [
+        format!("time,queue\n1,2\n2,{long}\n"),
+        format!("{},queue\n1,2\n2,3\n", "1".repeat(100_000)),
+        format!("# TYPE x gauge\n{long} 1\n"),
+        format!("# TYPE x gauge\nx {long}\n"),
+    ] {
+        let e = parse("t", &text).unwrap_err().to_string();
+        assert!(e.len() < 400 && !e.contains(&"[".repeat(81)), "{} chars: {}", e.len(), &e[..200.min(e.len())]);
+    }
 }

@@ -22,12 +22,15 @@ use safegate_core::safety::{SafetyConfig, SafetyFilter};
 use safegate_core::stats::empirical_cvar;
 pub use safegate_core::stats::{trials_to_show, Frequency, Verdict};
 
+mod judge;
 mod nominal;
 mod report;
 mod request;
 
+pub use judge::MIN_TAIL_TRAJECTORIES;
+use judge::{judge, Judgement};
 pub use nominal::Nominal;
-pub use report::{Analytic, ArmResult, CellResult, CostFloor, Cvar, VerifyReport};
+pub use report::{Analytic, ArmResult, CellResult, CostFloor, Cvar, Outcome, VerifyReport};
 pub use request::{VerifyError, VerifyRequest};
 
 use safegate_sim::health::HealthSchedule;
@@ -266,51 +269,14 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
 
     let eps = b.probability.epsilon;
     let cells = || std::iter::once(&scenario).chain(&envelope);
-    let where_ = |pick: &dyn Fn(&CellResult) -> bool| -> Vec<(f64, f64)> {
-        cells().filter(|c| pick(c)).map(|c| (c.traffic, c.health_low)).collect()
-    };
-    // One verdict per arm (`Verdict`): the filtered arm passes a cell only where it holds ε.
-    let violations = where_(&|c| c.filtered.exit_probability.verdict(eps) != Verdict::Holds);
-    // Of those, the cells where the frequency is shown to exceed ε (the rest lack the trials
-    // to bring the upper limit under it, or sit at ε).
-    let exceeded = where_(&|c| c.filtered.exit_probability.verdict(eps) == Verdict::Violates);
-    let cvar_violations = match rho {
-        Some(r) => where_(&|c| c.filtered.cvar.estimate > r),
-        None => vec![],
-    };
     let unfiltered_violations =
         cells().filter(|c| c.unfiltered.exit_probability.verdict(eps) == Verdict::Violates).count();
     let n_cells = (envelope.len() + 1) as f64;
     let feasible_fraction = cells().map(|c| c.filtered.feasible_fraction).sum::<f64>() / n_cells;
     let backup_fraction = cells().map(|c| c.filtered.backup_fraction).sum::<f64>() / n_cells;
-    let pass = violations.is_empty() && cvar_violations.is_empty();
-    let verdict = if pass {
-        format!(
-            "pass: in every cell the filtered exit frequency's 99 % upper limit is ≤ ε = {eps}{}",
-            if rho.is_some() { " and the CVaR of the overshoot is ≤ ρ" } else { "" }
-        )
-    } else {
-        let mut why = Vec::new();
-        if !exceeded.is_empty() {
-            why.push(format!(
-                "exit frequency shown above ε (99 % lower limit > ε) in {} cell(s): {:?}",
-                exceeded.len(),
-                exceeded
-            ));
-        }
-        let unshown = violations.len() - exceeded.len();
-        if unshown > 0 {
-            why.push(format!(
-                "ε not shown in {unshown} cell(s): their 99 % interval contains ε (too few trials; with no exit, \
-                 {} trials per cell show ε = {eps})",
-                trials_to_show(eps)
-            ));
-        }
-        if !cvar_violations.is_empty() {
-            why.push(format!("CVaR above ρ in {} cell(s): {:?}", cvar_violations.len(), cvar_violations));
-        }
-        format!("fail: {}", why.join("; "))
-    };
+    let all: Vec<&CellResult> = cells().collect();
+    let Judgement { violations, cvar_violations, outcome, verdict } = judge(&all, eps, rho, eta, vc.trials);
+    let pass = outcome == Outcome::Pass;
 
     // Analytic reference: Freedman from an empty queue, α = 1.
     let dt = b.decision.period;
@@ -349,6 +315,7 @@ pub fn verify(vc: &VerifyConfig, progress: &(dyn Fn(f64) + Sync)) -> Result<Veri
         cost_floor,
         trajectory_steps: (total + if b.magnitude.is_some() { vc.trials } else { 0 }) * base.steps(),
         verdict,
+        outcome,
         pass,
     })
 }

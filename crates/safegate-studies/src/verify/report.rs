@@ -85,6 +85,33 @@ pub struct Analytic {
     pub freedman_inputs: HorizonInputs,
 }
 
+/// What a verification concludes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    /// Shown to hold: in every cell the filtered exit frequency's 99 % upper limit is at
+    /// most ε and (with a CVaR bound) the CVaR is at most ρ.
+    Pass,
+    /// Shown not to hold: in some cell the exit frequency's 99 % lower limit is above ε, or
+    /// the CVaR (over a tail of enough trajectories) is above ρ.
+    Fail,
+    /// Neither shown: too few trials for the intervals to clear ε (or the CVaR's tail to
+    /// hold enough trajectories), and nothing shown to fail. Never a verdict on evidence
+    /// that thin.
+    Inconclusive,
+}
+
+impl Outcome {
+    /// `pass`, `fail`, `inconclusive`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Inconclusive => "inconclusive",
+        }
+    }
+}
+
 /// The whole report.
 #[derive(Debug, Clone, Serialize)]
 pub struct VerifyReport {
@@ -107,7 +134,8 @@ pub struct VerifyReport {
     /// Cells where the filtered arm does not hold ε ([`Verdict::Holds`](super::Verdict::Holds): its 99 % upper
     /// limit is above ε).
     pub violations: Vec<(f64, f64)>,
-    /// Cells whose filtered CVaR exceeds ρ.
+    /// Cells whose filtered CVaR exceeds ρ (judged only over a tail of at least
+    /// [`MIN_TAIL_TRAJECTORIES`](super::MIN_TAIL_TRAJECTORIES) trajectories).
     pub cvar_violations: Vec<(f64, f64)>,
     /// Cells where the unfiltered arm is shown to violate ε ([`Verdict::Violates`](super::Verdict::Violates): its
     /// 99 % lower limit is above ε).
@@ -117,8 +145,10 @@ pub struct VerifyReport {
     pub cost_floor: Option<CostFloor>,
     /// Trajectory-steps simulated.
     pub trajectory_steps: u64,
-    /// "pass" or "fail", with the reason.
+    /// "pass", "fail" or "inconclusive", with the reason.
     pub verdict: String,
-    /// Whether it passes.
+    /// The verdict without its reason.
+    pub outcome: Outcome,
+    /// Whether it passes (`outcome` is [`Outcome::Pass`]).
     pub pass: bool,
 }
