@@ -242,7 +242,7 @@ fn verify(s: &mut String, g: &Gathered) {
         "<table>\n<tr><th>boundary</th><th>pass</th><th>ε</th><th>arm</th><th>exit frequency [99 % CI] (exits/trials)</th><th>CVaR</th><th>feasible</th><th>backup</th><th>goodput [req/s]</th><th>unfiltered violates ε in</th><th>seconds</th></tr>"
     );
     for (name, r, secs) in &g.verify {
-        let class = if r.pass { "pass" } else { "fail" };
+        let class = r.outcome.label();
         let _ = write!(
             s,
             "<tr><td rowspan=\"2\"><code>{}</code></td><td rowspan=\"2\" class=\"{class}\">{class}</td><td rowspan=\"2\" class=\"n\">{}</td>",

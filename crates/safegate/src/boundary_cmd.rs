@@ -143,16 +143,9 @@ fn sample(a: &SampleArgs) -> Result<ExitCode> {
 /// Read the telemetry file (or standard input), bounded in size: at most
 /// [`MAX_BYTES`] whatever the file claims (a device reports no size).
 fn read_input(path: &Path) -> Result<(String, String)> {
-    let name = path.display().to_string();
-    let mib = MAX_BYTES >> 20;
-    if name == "-" {
-        let text = safegate_sim::input::read_bounded(std::io::stdin().lock(), MAX_BYTES)
-            .map_err(|e| anyhow::anyhow!("standard input: {e}; telemetry is read up to {mib} MiB (split it)"))?;
-        return Ok(("<stdin>".into(), text));
-    }
-    let text = safegate_sim::input::read_text(path, MAX_BYTES)
-        .map_err(|e| anyhow::anyhow!("{name}: cannot read: {e}; telemetry is read up to {mib} MiB (split it)"))?;
-    Ok((name, text))
+    // The size advice only when the size is the cause (a directory or binary data gets
+    // its own cause alone).
+    Ok(safegate_studies::telemetry::read_input(path, MAX_BYTES)?)
 }
 
 /// Parse as `format` (sniffed when `None`), holding a CSV to its byte cap.

@@ -149,6 +149,13 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     if let Some(path) = &args.boundary {
         scenario.boundary = Some(safegate_sim::scenario::load_boundary(path)?);
     }
+    // As `safegate run`: an override nothing reads is refused (any mode: the live
+    // downstream uses the service law whatever the scenario's mode).
+    let unread = scenario.unread_overrides(&overrides, None);
+    if !unread.is_empty() {
+        let list: Vec<String> = unread.iter().map(|u| format!("{}: {}", u.key, u.why)).collect();
+        anyhow::bail!("{origin}: an override this run does not read would change nothing: {}", list.join("; "));
+    }
     let cfg = scenario.config(&origin)?;
     let variant = variants(&scenario, false)
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?

@@ -569,7 +569,6 @@ fn parse_errors_quote_a_bounded_excerpt_of_the_input() {
 /// Issue "boundary check on a directory or on binary data adds 'telemetry is read up to
 /// 448 MiB (split it)' to an unrelated cause": only the cause is printed.
 #[test]
-#[ignore = "needs crates/safegate/src/boundary_cmd.rs to read through safegate_studies::telemetry::read_input"]
 fn boundary_check_names_the_cause_alone() {
     let dir = std::env::temp_dir().join(format!("safegate-cli-telemetry-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -583,4 +582,17 @@ fn boundary_check_names_the_cause_alone() {
         assert!(!e.contains("MiB") && !e.contains("split"), "{e}");
     }
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `run` refuses an override its scenario never reads (a dip's shape on a constant health,
+/// a retry setting with retries off), as `reproduce` does for its experiments.
+#[test]
+fn run_refuses_an_override_its_scenario_does_not_read() {
+    let out = safegate(&["run", "--health", "constant", "--set", "health.low=0.3", "--json"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("health.low") && err.contains("would change nothing"), "{err}");
+    // What it reads is still taken.
+    let ok = safegate(&["run", "--set", "health.low=0.3", "--duration", "50", "--json"]);
+    assert!(ok.status.success(), "{}", String::from_utf8_lossy(&ok.stderr));
 }
