@@ -106,7 +106,9 @@ impl Wake for NoopWake {
     fn wake(self: Arc<Self>) {}
 }
 
-/// Drive `n` requests through `svc`; nanoseconds per request.
+/// Drive `n` requests through `svc`; nanoseconds per request. Never inlined: callgrind
+/// counts the instructions inside it alone (`scripts/instructions`, `--toggle-collect`).
+#[inline(never)]
 fn drive<S>(svc: &mut S, n: u64) -> f64
 where
     S: Service<()>,

@@ -345,7 +345,7 @@ fn garbage_never_yields_a_bad_action() {
 #[test]
 fn small_knees_are_not_overrun_by_the_opening() {
     for knee in [2.0, 3.0, 4.0, 6.0, 8.0, 16.0, 32.0, 128.0] {
-        for (base, load) in [(0.002, 1.5), (0.004, 3.0), (0.01, 1.5)] {
+        for (base, load) in [(0.002, 1.5), (0.004, 3.0), (0.01, 1.5), (0.01, 3.0)] {
             let b = Backend::collapsing(base, knee);
             let mut p = pool(Actuator::InFlight);
             let mut m = Model::new(load * b.peak(), b);
