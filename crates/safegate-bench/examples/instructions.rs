@@ -1,12 +1,23 @@
-//! Drive `N` requests through one stack of `safegate bench overhead` on one thread, for an
-//! instruction count under callgrind: `scripts/instructions` runs it at two sizes per stack
-//! and prints the difference per request (setup cancels out), side by side.
+//! Drive requests through one stack of `safegate bench overhead` on one thread, for an
+//! instruction count under callgrind: `WARM` requests first (the layer's clock calibration
+//! and its sampling's adaptation happen there), then `N` in [`counted_requests`], the one
+//! function `scripts/instructions` has callgrind count (`--toggle-collect`). The script
+//! prints the count per request, side by side for every stack.
 //!
 //! ```text
 //! cargo run --release -p safegate-bench --example instructions -- admission 100000
 //! ```
 
 use std::process::ExitCode;
+
+/// Requests driven before counting.
+const WARM: u64 = 20_000;
+
+/// The counted requests (never inlined: its name is what callgrind collects).
+#[inline(never)]
+fn counted_requests(drive: &mut dyn FnMut(u64), n: u64) {
+    drive(n);
+}
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -25,11 +36,14 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match safegate_bench::overhead::drive_named(stack, n) {
-        Ok(()) => ExitCode::SUCCESS,
+    let mut drive = match safegate_bench::overhead::driver(stack) {
+        Ok(d) => d,
         Err(e) => {
             eprintln!("error: {e}");
-            ExitCode::from(2)
+            return ExitCode::from(2);
         }
-    }
+    };
+    drive(WARM);
+    counted_requests(&mut drive, n);
+    ExitCode::SUCCESS
 }

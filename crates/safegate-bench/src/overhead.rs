@@ -106,9 +106,7 @@ impl Wake for NoopWake {
     fn wake(self: Arc<Self>) {}
 }
 
-/// Drive `n` requests through `svc`; nanoseconds per request. Never inlined: callgrind
-/// counts the instructions inside it alone (`scripts/instructions`, `--toggle-collect`).
-#[inline(never)]
+/// Drive `n` requests through `svc`; nanoseconds per request.
 fn drive<S>(svc: &mut S, n: u64) -> f64
 where
     S: Service<()>,
@@ -218,17 +216,43 @@ pub fn stack_names() -> Result<Vec<&'static str>> {
     Ok(cases()?.into_iter().map(|(k, _)| k).collect())
 }
 
-/// Drive `n` requests through the stack named `name` on this thread, as [`overhead`] does
-/// for one thread: the workload of `examples/instructions.rs`, which counts its
-/// instructions under callgrind (a count does not depend on the host's speed that day).
-pub fn drive_named(name: &str, n: u64) -> Result<()> {
-    let cases = cases()?;
-    let Some((_, case)) = cases.iter().find(|(k, _)| *k == name) else {
-        let known: Vec<&str> = cases.iter().map(|(k, _)| *k).collect();
-        return Err(Error::input("stack", format!("unknown stack {name:?}; known are {}", known.join(", "))));
-    };
-    case(n, false);
-    Ok(())
+/// A stack named `name` (one of [`stack_names`]), built once, as a function that drives
+/// `n` more requests through it on this thread, as [`overhead`] does for one thread: the
+/// workload of `examples/instructions.rs`, which warms it up (the clock's calibration, the
+/// sampling's adaptation) and then counts the instructions of the requests alone under
+/// callgrind (a count does not depend on the host's speed that day).
+pub fn driver(name: &str) -> Result<Box<dyn FnMut(u64)>> {
+    fn boxed<S>(s: S) -> Box<dyn FnMut(u64)>
+    where
+        S: Service<()> + 'static,
+        S::Error: std::fmt::Debug,
+    {
+        let mut s = s;
+        Box::new(move |n| {
+            drive(&mut s, n);
+        })
+    }
+    const LIMIT: usize = 1000;
+    const CAPACITY: u32 = 10_000_000;
+    Ok(match name {
+        "noop" => boxed(Noop),
+        "concurrency_limit" => boxed(ConcurrencyLimitLayer::new(LIMIT).layer(Noop)),
+        "load_shed_concurrency_limit" => boxed(LoadShedLayer::new().layer(ConcurrencyLimitLayer::new(LIMIT).layer(Noop))),
+        "admission" => boxed(
+            AdmissionLayer::builder()
+                .max_concurrency(LIMIT as u32)
+                .capacity(CAPACITY)
+                .build()
+                .map_err(|e| Error::failed("building the admission layer", e))?
+                .layer(Noop),
+        ),
+        #[cfg(feature = "tower-acc")]
+        "tower_acc" => boxed(tower_acc::ConcurrencyLimitLayer::new(tower_acc::Gradient2::default()).layer(Noop)),
+        other => {
+            let known = stack_names()?;
+            return Err(Error::input("stack", format!("unknown stack {other:?}; known are {}", known.join(", "))));
+        }
+    })
 }
 
 fn measure(cases: &[(&'static str, Case)], n: u64, rounds: usize, two: bool) -> Figures {
