@@ -95,7 +95,7 @@ pub fn physical_limit(cfg: &Config) -> f64 {
 /// The physical limit \[req/s\] of a run whose health is known only at its recorded
 /// samples (a live run: the downstream's health, faults included): each sample's health and
 /// offered rate held over the time since the previous sample (the first since 0, the last
-/// also until the end of the run), the ideal pool stepped exactly over it ([`ideal_step`]),
+/// also until the end of the run), the ideal pool stepped exactly over it (`ideal_step`),
 /// so the figure does not depend on how many samples were kept when the health is constant
 /// between them.
 pub fn physical_limit_of_series(cfg: &Config, series: &Series, duration: f64) -> f64 {
