@@ -12,8 +12,8 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| fixed(x, prec))
 }
 
-/// The goodput over the case's physical limit `limit` (computed here, not the report's
-/// `goodput_ratio`, which is 0 for a limit of 0): `n/a` when the limit is 0.
+/// The goodput over the case's physical limit `limit` (computed here from the two, as the
+/// report's `goodput_ratio` is, NaN for a limit of 0): `n/a` when the limit is 0.
 pub(crate) fn limit_ratio(goodput: f64, limit: f64) -> String {
     ratio(goodput, limit).map_or("n/a".into(), |r| fixed(r, 2))
 }
@@ -45,6 +45,8 @@ fn arm_row(s: &mut String, a: &ArmReport, limit: f64) {
         e.ci_high,
         e.trials,
         fixed(a.cvar.estimate, 3),
+        // NaN is a share with no denominator (nothing offered, nothing proposed, no
+        // decision): `percent_tight` prints it `n/a`; `-` is an arm without the filter.
         percent_tight(Some(a.rejected_share), 1),
         a.given_up_share.map_or("-".into(), |g| percent_tight(Some(g), 1)),
         a.backup_fraction.map_or("-".into(), |g| percent_tight(Some(g), 1)),
@@ -338,5 +340,44 @@ mod tests {
         assert_eq!(limit_ratio(0.0, 0.0), "n/a");
         assert_eq!(limit_ratio(1e-320, 1e-320), "n/a");
         assert_eq!(limit_ratio(50.0, 100.0), "0.50");
+    }
+
+    /// A share the report has no denominator for is NaN there; the row says `n/a` (not
+    /// `0.0%`), and `-` only for an arm without the filter.
+    #[test]
+    fn a_share_of_nothing_prints_not_applicable() {
+        use safegate_studies::compare::Recovery;
+        use safegate_studies::verify::{Cvar, Frequency};
+        let arm = |filtered: bool, share: f64| ArmReport {
+            policy: "open".into(),
+            filtered,
+            goodput: 0.0,
+            goodput_ratio: f64::NAN,
+            backlog_time: 0.0,
+            sojourn_p50: None,
+            sojourn_p99: None,
+            recovery: Recovery { below_boundary: 0, drained: 0, dips: 0, mean_seconds: None },
+            beyond_boundary: share,
+            exit_probability: Frequency::from_counts(0, 1),
+            cvar: Cvar { estimate: 0.0, eta: 0.05, rho: None },
+            rejected_share: share,
+            given_up_share: filtered.then_some(share),
+            backup_fraction: filtered.then_some(share),
+            verdict: "outside envelope",
+        };
+        let row = |a: &ArmReport| {
+            let mut s = String::new();
+            arm_row(&mut s, a, 0.0);
+            s.split_whitespace().map(String::from).collect::<Vec<_>>()
+        };
+        let cells = row(&arm(true, f64::NAN));
+        assert_eq!(cells.iter().filter(|c| *c == "n/a").count(), 5, "{cells:?}");
+        assert!(!cells.iter().any(|c| c.ends_with('%')), "{cells:?}");
+        let cells = row(&arm(false, f64::NAN));
+        assert_eq!(cells.iter().filter(|c| *c == "n/a").count(), 3, "{cells:?}");
+        // p50, p99 and recovery (no dip), given up and backup (no filter).
+        assert_eq!(cells.iter().filter(|c| *c == "-").count(), 5, "{cells:?}");
+        let cells = row(&arm(true, 0.0));
+        assert_eq!(cells.iter().filter(|c| *c == "0.0%").count(), 4, "{cells:?}");
     }
 }

@@ -4,7 +4,9 @@
 //! Pure functions on `&str`: the caller reads the file. Blank lines and lines starting with
 //! `#` are skipped; `NaN` is a value (a missing one). Whether the text has a header is
 //! decided by its first content line: a header when any cell of it is not a number. Every
-//! error names the line it is about.
+//! error names the line it is about, and quotes the text only as a bounded excerpt (a cell,
+//! a column's name, at most [`LISTED_COLUMNS`] of the header's names): a line may be as long
+//! as the file.
 //!
 //! ```
 //! use safegate_sim::series_text::parse_series;
@@ -17,8 +19,33 @@
 //! assert_eq!(e.to_string(), "line 2: \"x\" is not a number (column \"latency\")");
 //! ```
 
+use safegate_core::config_file::excerpt;
+
 /// Most values a series may hold (each costs about 40 bytes in `safegate detect`).
 pub const MAX_VALUES: usize = 5_000_000;
+
+/// Most of a header's names an error lists.
+pub const LISTED_COLUMNS: usize = 12;
+
+/// `s` as an error quotes it: an [`excerpt`], in double quotes.
+fn quoted(s: &str) -> String {
+    format!("{:?}", excerpt(s))
+}
+
+/// The header's `names` as an error lists them: each an [`excerpt`], the first
+/// [`LISTED_COLUMNS`] of them and how many more.
+fn listed(names: &[String]) -> String {
+    let shown: Vec<String> = names.iter().take(LISTED_COLUMNS).map(|n| excerpt(n)).collect();
+    match names.len().checked_sub(LISTED_COLUMNS).filter(|&more| more > 0) {
+        Some(more) => format!("{}, … {more} more", shown.join(", ")),
+        None => shown.join(", "),
+    }
+}
+
+/// ` (column "NAME")`, or nothing without a header.
+fn in_column(column: &Option<String>) -> String {
+    column.as_deref().map(|c| format!(" (column {})", quoted(c))).unwrap_or_default()
+}
 
 /// The values read, with the line each came from.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +58,8 @@ pub struct TextSeries {
     pub column: Option<String>,
 }
 
-/// Why a text is not a series.
+/// Why a text is not a series. The input's text it holds (a cell, a name) is an
+/// [`excerpt`] of it, so that a caller's own message quoting it is bounded too.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SeriesTextError {
     /// Nothing but blank and comment lines.
@@ -41,23 +69,23 @@ pub enum SeriesTextError {
     #[error("no values after the header")]
     NoValuesAfterHeader,
     /// The column asked for is not in the header.
-    #[error("unknown column {want:?} (columns: {})", columns.join(", "))]
+    #[error("unknown column {} (columns: {})", quoted(want), listed(columns))]
     UnknownColumn {
-        /// The name asked for.
+        /// The name asked for (an excerpt).
         want: String,
-        /// The header's names.
+        /// The header's names (each an excerpt).
         columns: Vec<String>,
     },
     /// A header with several columns and no column chosen.
-    #[error("{} columns ({}): choose one", columns.len(), columns.join(", "))]
+    #[error("{} columns ({}): choose one", columns.len(), listed(columns))]
     ColumnNeeded {
-        /// The header's names.
+        /// The header's names (each an excerpt).
         columns: Vec<String>,
     },
     /// A column asked for, but the first content line is numeric (no header).
-    #[error("column {want:?} asked for, but there is no header line (line {line} is numeric)")]
+    #[error("column {} asked for, but there is no header line (line {line} is numeric)", quoted(want))]
     NoHeader {
-        /// The name asked for.
+        /// The name asked for (an excerpt).
         want: String,
         /// The first content line.
         line: usize,
@@ -82,14 +110,11 @@ pub enum SeriesTextError {
     },
     /// An infinite value (`inf`, `-inf`, or a number that overflows): not an observation,
     /// and not a missing one either.
-    #[error(
-        "line {line}: {cell:?} is infinite{}; write NaN for a missing value",
-        column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default()
-    )]
+    #[error("line {line}: {} is infinite{}; write NaN for a missing value", quoted(cell), in_column(column))]
     Infinite {
         /// The line.
         line: usize,
-        /// The cell's text.
+        /// The cell's text (an excerpt).
         cell: String,
         /// The column it is in, when the text has a header.
         column: Option<String>,
@@ -104,14 +129,15 @@ pub enum SeriesTextError {
     },
     /// A cell that is not a number.
     #[error(
-        "line {line}: {cell:?} is not a number{}{}",
-        column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default(),
+        "line {line}: {} is not a number{}{}",
+        quoted(cell),
+        in_column(column),
         if cell.is_empty() { "; write NaN for a missing value" } else { "" }
     )]
     NotANumber {
         /// The line.
         line: usize,
-        /// The cell's text.
+        /// The cell's text (an excerpt).
         cell: String,
         /// The column it is in, when the text has a header.
         column: Option<String>,
@@ -137,21 +163,21 @@ pub fn parse_series(text: &str, column: Option<&str>) -> Result<TextSeries, Seri
     };
     let head = cells(first);
     let has_header = head.iter().any(|c| c.parse::<f64>().is_err());
-    let names = || head.iter().map(|c| c.to_string()).collect::<Vec<_>>();
+    let names = || head.iter().map(|c| excerpt(c)).collect::<Vec<_>>();
     let (idx, width, name) = if has_header {
         content.next();
         let idx = match column {
             Some(want) => head
                 .iter()
                 .position(|c| *c == want)
-                .ok_or_else(|| SeriesTextError::UnknownColumn { want: want.to_string(), columns: names() })?,
+                .ok_or_else(|| SeriesTextError::UnknownColumn { want: excerpt(want), columns: names() })?,
             None if head.len() == 1 => 0,
             None => return Err(SeriesTextError::ColumnNeeded { columns: names() }),
         };
         (idx, head.len(), Some(head[idx].to_string()))
     } else {
         if let Some(want) = column {
-            return Err(SeriesTextError::NoHeader { want: want.to_string(), line: first_no });
+            return Err(SeriesTextError::NoHeader { want: excerpt(want), line: first_no });
         }
         if head.len() > 1 {
             return Err(SeriesTextError::SeveralValues { line: first_no, count: head.len() });
@@ -167,11 +193,15 @@ pub fn parse_series(text: &str, column: Option<&str>) -> Result<TextSeries, Seri
         let cell = row[idx];
         let value: f64 = cell.parse().map_err(|_| SeriesTextError::NotANumber {
             line: no,
-            cell: cell.to_string(),
-            column: series.column.clone(),
+            cell: excerpt(cell),
+            column: series.column.as_deref().map(excerpt),
         })?;
         if value.is_infinite() {
-            return Err(SeriesTextError::Infinite { line: no, cell: cell.to_string(), column: series.column.clone() });
+            return Err(SeriesTextError::Infinite {
+                line: no,
+                cell: excerpt(cell),
+                column: series.column.as_deref().map(excerpt),
+            });
         }
         if series.values.len() >= MAX_VALUES {
             return Err(SeriesTextError::TooMany { line: no, limit: MAX_VALUES });
@@ -251,6 +281,31 @@ mod tests {
         assert_eq!(e.to_string(), "line 3: \"-inf\" is infinite (column \"v\"); write NaN for a missing value");
         // An infinite value in a column not read is not looked at.
         assert_eq!(parse_series("t,v\ninf,1\n", Some("v")).unwrap().values, [1.0]);
+    }
+
+    /// A 100,000-character cell, column name or header is quoted as an excerpt: the
+    /// message stays under 1,000 characters and still names the line and column.
+    #[test]
+    fn errors_quote_long_text_as_an_excerpt() {
+        let long = "x".repeat(100_000);
+        let wide: Vec<String> = (0..50_000).map(|i| format!("c{i}")).collect();
+        let wide = wide.join(",");
+        for (text, column, said) in [
+            (format!("v\n1\n{long}\n"), None, "line 3: \"xxx"),
+            (format!("{long}\n1\nabc\n"), None, "line 3: \"abc\" is not a number (column \"xxx"),
+            (format!("v\n1e999{long}\n"), None, "line 2: \"1e999"),
+            ("v,w\n1,2\n".to_string(), Some(long.as_str()), "unknown column \"xxx"),
+            ("1\n".to_string(), Some(long.as_str()), "column \"xxx"),
+            (format!("{long},{long}\n1,2\n"), None, "2 columns (xxx"),
+            (format!("{wide}\n"), None, "50000 columns (c0, c1,"),
+            (format!("{wide}\n"), Some("v"), "unknown column \"v\" (columns: c0, c1,"),
+        ] {
+            let e = parse_series(&text, column).unwrap_err().to_string();
+            assert!(e.chars().count() < 1000 && e.starts_with(said), "{said}: {e}");
+            assert!(!e.contains(&long[..1000]), "{said}: {e}");
+        }
+        let e = parse_series(&format!("{wide}\n"), None).unwrap_err().to_string();
+        assert!(e.ends_with(&format!("c11, … {} more): choose one", 50_000 - LISTED_COLUMNS)), "{e}");
     }
 
     #[test]

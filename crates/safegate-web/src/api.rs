@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use safegate_core::config_file::bounded_message;
 use safegate_core::controllers::PolicySpec;
 use safegate_core::safety::SafetyFilter;
 use safegate_core::Policy;
@@ -65,11 +66,16 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
+    /// A 400. The message is [`bounded_message`]'s: every error here may quote what the
+    /// request sent (a value, a key, a policy name, serde's `invalid type: string "…"`),
+    /// which may be as long as the request; it is cut to an excerpt, the whole to at most
+    /// [`MESSAGE_CHARS`](safegate_core::config_file::MESSAGE_CHARS) characters.
     pub(crate) fn bad(message: impl Into<String>) -> Self {
-        Self { status: 400, message: message.into() }
+        Self { status: 400, message: bounded_message(&message.into()) }
     }
+    /// A 413, its message bounded as [`ApiError::bad`]'s.
     fn too_large(message: impl Into<String>) -> Self {
-        Self { status: 413, message: message.into() }
+        Self { status: 413, message: bounded_message(&message.into()) }
     }
 }
 
@@ -87,7 +93,7 @@ fn toml_value(key: &str, v: &serde_json::Value) -> Result<String, ApiError> {
             None => Ok(toml_string(s)),
         },
         other => Err(ApiError::bad(format!(
-            "set.{key}: expected a number, a string or a boolean, got {other}; TOML arrays and tables go in a string starting with '='"
+            "set.{key}: expected a number, a string or a boolean (TOML arrays and tables go in a string starting with '='), got {other}"
         ))),
     }
 }
@@ -177,12 +183,38 @@ pub(crate) fn parse_named(body: &str, what: &str) -> Result<RunRequest, ApiError
 /// `NaN`, `Infinity` or `-Infinity` (in any case, `inf` too) at the error's position is
 /// named instead, with the key it is the value of:
 /// `request body: "run.duration": NaN is not JSON (…)`.
+///
+/// A value of the wrong type is named by its key too (serde says only "invalid type:
+/// string \"…\", expected usize at line 1 column 100013"): `request body: "points": invalid
+/// type: …`.
 fn json_error(body: &str, what: &str, e: &serde_json::Error) -> ApiError {
     match non_finite_at(body, e) {
         Some((token, Some(key))) => ApiError::bad(format!("{what}: {key}: {token} {NOT_JSON}")),
         Some((token, None)) => ApiError::bad(format!("{what}: {token} {NOT_JSON}")),
-        None => ApiError::bad(format!("{what}: {e}")),
+        None => match data_key(body, e) {
+            Some(key) => ApiError::bad(format!("{what}: {key}: {e}")),
+            None => ApiError::bad(format!("{what}: {e}")),
+        },
     }
+}
+
+/// The byte offset in `body` of the position serde's error `e` gives (its line is 1-based,
+/// its column counts bytes from the line's start), on a character boundary.
+fn error_offset(body: &str, e: &serde_json::Error) -> usize {
+    let line_start: usize = body.split_inclusive('\n').take(e.line().saturating_sub(1)).map(str::len).sum();
+    let at = (line_start + e.column().saturating_sub(1)).min(body.len());
+    (0..=at).rev().find(|&i| body.is_char_boundary(i)).unwrap_or(0)
+}
+
+/// The key (JSON-quoted) whose value serde's data error `e` (a wrong type or value) is
+/// about: serde reports it at the end of the value, so the key is the one [`value_key`]
+/// finds there. `None` for other errors, or where no key is open (an unknown field's
+/// error is at its key, and serde names that field itself).
+fn data_key(body: &str, e: &serde_json::Error) -> Option<String> {
+    if !e.is_data() || e.line() == 0 {
+        return None;
+    }
+    value_key(&body[..error_offset(body, e)]).flatten()
 }
 
 /// What [`json_error`] says of a non-finite number.
@@ -196,11 +228,9 @@ fn non_finite_at(body: &str, e: &serde_json::Error) -> Option<(String, Option<St
     if !e.is_syntax() || e.line() == 0 {
         return None;
     }
-    // serde's line is 1-based and its column counts bytes from the line's start; it points
-    // at the offending byte or the one after it (`-Infinity` fails at the `I`, `nan` at the
-    // `a`, a trailing `NaN` at the `N`).
-    let line_start: usize = body.split_inclusive('\n').take(e.line() - 1).map(str::len).sum();
-    let at = (line_start + e.column().saturating_sub(1)).min(body.len());
+    // The error points at the offending byte or the one after it (`-Infinity` fails at the
+    // `I`, `nan` at the `a`, a trailing `NaN` at the `N`).
+    let at = error_offset(body, e);
     let bytes = body.as_bytes();
     let word = |b: u8| b.is_ascii_alphanumeric() || b == b'+' || b == b'-' || b == b'.';
     let mut start = at;
@@ -591,5 +621,36 @@ mod tests {
         assert_eq!(doc["baseline"]["label"], "gradient2");
         let e = run(&req(r#"{"policy": "nope"}"#)).unwrap_err();
         assert!(e.message.starts_with("policy: unknown policy"), "{}", e.message);
+    }
+
+    /// A 100,000-character value is named by its field and quoted as an excerpt: the
+    /// message stays under 1,000 characters whichever check refuses it.
+    #[test]
+    fn an_error_never_echoes_a_long_value_in_full() {
+        let long = "x".repeat(100_000);
+        let array = format!("[{}1]", "1,".repeat(50_000));
+        // serde names no field of a wrong type: the key at the error's position is named.
+        for (body, said) in [
+            (r#"{"every": -1}"#, r#"request body: "every": invalid value: integer `-1`"#),
+            (r#"{"points": [1]}"#, r#"request body: "points": invalid type: sequence"#),
+            ("{\n \"scenario\": 3\n}", r#"request body: "scenario": invalid type: integer `3`"#),
+        ] {
+            let e = parse(body).unwrap_err();
+            assert!(e.message.starts_with(said), "{body}: {}", e.message);
+        }
+        let cases = [
+            (parse(&format!(r#"{{"points": "{long}"}}"#)).unwrap_err(), "points"),
+            (parse(&format!(r#"{{"{long}": 1}}"#)).unwrap_err(), "unknown field"),
+            (run(&req(&format!(r#"{{"set": {{"traffic.rate": {array}}}}}"#))).unwrap_err(), "set.traffic.rate"),
+            (run(&req(&format!(r#"{{"set": {{"traffic.rate": "{long}"}}}}"#))).unwrap_err(), "traffic.rate"),
+            (run(&req(&format!(r#"{{"set": {{"traffic.{long}": 1}}}}"#))).unwrap_err(), "traffic."),
+            (run(&req(&format!(r#"{{"policy": "{long}"}}"#))).unwrap_err(), "policy: unknown policy"),
+            (single_valued(vec![("k".into(), long.clone()), ("k".into(), long.clone())]).unwrap_err(), "k: "),
+            (known_keys(&HashMap::from([(long.clone(), String::new())]), &["duration"]).unwrap_err(), "duration"),
+        ];
+        for (e, field) in cases {
+            assert_eq!(e.status, 400);
+            assert!(e.message.chars().count() < 1000 && e.message.contains(field), "{field}: {}", e.message);
+        }
     }
 }

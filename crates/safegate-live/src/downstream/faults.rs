@@ -1,5 +1,6 @@
 //! Fault injection: what `POST /admin/faults` sets, its checks and its JSON reading.
 
+use safegate_core::config_file::bounded_message;
 use safegate_core::error::{check, RangeError};
 use safegate_sim::health::MAX_HEALTH;
 use serde::{Deserialize, Serialize};
@@ -39,8 +40,14 @@ impl Faults {
 
     /// Read faults from a JSON body and check them. The message names the offending field
     /// (a wrong type, an unknown key, a value out of range), or says the body is not a
-    /// JSON object.
+    /// JSON object. It quotes what the body sent (a key, a value, serde's excerpt) only as
+    /// a bounded excerpt ([`bounded_message`]): the body may be any length.
     pub fn from_json(body: &[u8]) -> Result<Faults, String> {
+        Self::read_json(body).map_err(|e| bounded_message(&e))
+    }
+
+    /// [`Faults::from_json`], its messages not yet bounded.
+    fn read_json(body: &[u8]) -> Result<Faults, String> {
         let value: serde_json::Value = if body.iter().all(u8::is_ascii_whitespace) {
             serde_json::Value::Object(Default::default())
         } else {
@@ -107,5 +114,22 @@ mod tests {
         assert!(Faults::from_json(b"[1]").unwrap_err().contains("object"));
         let nan = Faults { health: Some(f64::NAN), ..Faults::default() };
         assert_eq!(nan.check().unwrap_err().field, "health");
+    }
+
+    /// A 100,000-character value or key is named by its field and quoted as an excerpt.
+    #[test]
+    fn a_long_value_is_not_echoed_in_full() {
+        let long = "x".repeat(100_000);
+        let array = format!("[{}1]", "1, ".repeat(50_000));
+        for (body, field) in [
+            (format!(r#"{{"health": "{long}"}}"#), "health = "),
+            (format!(r#"{{"error_rate": {array}}}"#), "error_rate = "),
+            (format!(r#"{{"stall": "{long}"}}"#), "stall = "),
+            (format!(r#"{{"{long}": 1}}"#), "unknown field"),
+            (format!(r#"{{"health": "{long}"#), "not valid JSON"),
+        ] {
+            let e = Faults::from_json(body.as_bytes()).unwrap_err();
+            assert!(e.chars().count() < 1000 && e.contains(field), "{field}: {e}");
+        }
     }
 }

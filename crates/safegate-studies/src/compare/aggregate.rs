@@ -63,8 +63,7 @@ pub(super) struct Trace {
 }
 
 pub(super) fn trace_metrics(cfg: &Config, s: &Series, boundary_depth: f64) -> Trace {
-    let n = s.queue.len().max(1);
-    let beyond = s.queue.iter().filter(|&&q| q > boundary_depth).count() as f64 / n as f64;
+    let beyond = share(s.queue.iter().filter(|&&q| q > boundary_depth).count() as f64, s.queue.len() as f64);
     let max_queue = s.queue.iter().cloned().fold(0.0, f64::max);
     let ends = dip_ends(cfg);
     let mut rec = Recovery { below_boundary: 0, drained: 0, dips: 0, mean_seconds: None };
@@ -149,16 +148,12 @@ impl ArmRuns<'_> {
         let given_up_share = (!stats.is_empty()).then(|| {
             let g: f64 = stats.iter().map(|s| s.given_up).sum();
             let nom: f64 = stats.iter().map(|s| s.nominal_admitted).sum();
-            if nom > 0.0 {
-                g / nom
-            } else {
-                0.0
-            }
+            share(g, nom)
         });
         let backup_fraction = (!stats.is_empty()).then(|| {
             let inf: u64 = stats.iter().map(|s| s.infeasible).sum();
             let d: u64 = stats.iter().map(|s| s.decisions).sum();
-            inf as f64 / d.max(1) as f64
+            share(inf as f64, d as f64)
         });
         // One verdict, the same as verify's, for filtered and unfiltered arms alike.
         let verdict = if frame.inside_envelope { exit.verdict(eps).label() } else { "outside envelope" };
@@ -167,7 +162,7 @@ impl ArmRuns<'_> {
             policy: policy.to_string(),
             filtered,
             goodput,
-            goodput_ratio: if limit > 0.0 { goodput / limit } else { 0.0 },
+            goodput_ratio: share(goodput, limit),
             backlog_time: mean(&|r, _| r.outcome.summary.backlog_time),
             sojourn_p50: mean_opt(&|r| r.outcome.summary.sojourn_p50),
             sojourn_p99: mean_opt(&|r| r.outcome.summary.sojourn_p99),
@@ -175,10 +170,60 @@ impl ArmRuns<'_> {
             beyond_boundary: mean(&|_, t| t.beyond),
             exit_probability: exit,
             cvar,
-            rejected_share: if offered > 0.0 { rejected / offered } else { 0.0 },
+            rejected_share: share(rejected, offered),
             given_up_share,
             backup_fraction,
             verdict,
         }
+    }
+}
+
+/// `part / whole`, or NaN (`null` in JSON, `n/a` in a table) when that is no share: `whole`
+/// is 0, negative or not finite, or the quotient is not finite. A 0 here would read as a
+/// real 0 %, as `Verdict::share_of_limit` says of a limit of 0.
+pub(super) fn share(part: f64, whole: f64) -> f64 {
+    let r = part / whole;
+    if whole > 0.0 && whole.is_finite() && r.is_finite() {
+        r
+    } else {
+        f64::NAN
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A run offered nothing, under a filter that decided nothing, on a case whose physical
+    /// limit is 0: every share has no denominator and says so (NaN, `null` in JSON), not
+    /// 0.0, which a table cannot tell from a real 0 %.
+    #[test]
+    fn a_share_of_nothing_is_nan_and_null_not_zero() {
+        let cfg = Config { traffic: 0.0, duration: 10.0, ..Config::default() };
+        let opts = RunOptions { record_every: Some(1), progress: None };
+        let outcome = safegate_sim::stochastic::simulate(&cfg, &mut safegate_core::Open, opts);
+        assert_eq!(outcome.summary.offered, 0.0);
+        let boundary = Boundary::default();
+        let depth = boundary.barrier.threshold * cfg.pool.capacity;
+        let trace = trace_metrics(&cfg, outcome.series.as_ref().unwrap(), depth);
+        let run = RunResult { outcome, stats: Some(FilterStats::default()) };
+        let frame =
+            CaseFrame { boundary: &boundary, capacity: cfg.pool.capacity, physical_limit: 0.0, inside_envelope: false };
+        let a = ArmRuns { runs: vec![(&run, &trace)], exit_maxima: Vec::new() }.report("open", true, &frame);
+        assert!(a.rejected_share.is_nan(), "{}", a.rejected_share);
+        assert!(a.goodput_ratio.is_nan(), "{}", a.goodput_ratio);
+        assert!(a.given_up_share.is_some_and(f64::is_nan), "{:?}", a.given_up_share);
+        assert!(a.backup_fraction.is_some_and(f64::is_nan), "{:?}", a.backup_fraction);
+        let json = serde_json::to_value(&a).unwrap();
+        for key in ["rejected_share", "goodput_ratio", "given_up_share", "backup_fraction"] {
+            assert!(json[key].is_null(), "{key}: {}", json[key]);
+        }
+        // A real 0 % stays 0.
+        assert_eq!(share(0.0, 5.0), 0.0);
+        assert_eq!(json["beyond_boundary"], 0.0);
+        for whole in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(share(1.0, whole).is_nan(), "{whole}");
+        }
+        assert!(trace_metrics(&cfg, &Series::default(), depth).beyond.is_nan());
     }
 }

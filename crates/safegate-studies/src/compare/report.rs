@@ -5,6 +5,23 @@ use serde::Serialize;
 use crate::verify::{Cvar, Frequency};
 use safegate_sim::record::Series;
 
+/// `x`, or `null` when it is not finite (a share with no denominator is NaN).
+fn finite_or_null<S: serde::Serializer>(x: &f64, s: S) -> Result<S::Ok, S::Error> {
+    if x.is_finite() {
+        s.serialize_f64(*x)
+    } else {
+        s.serialize_none()
+    }
+}
+
+/// [`finite_or_null`] of an optional share: `null` for `None` and for a NaN alike.
+fn some_finite_or_null<S: serde::Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
+    match x {
+        Some(v) => finite_or_null(v, s),
+        None => s.serialize_none(),
+    }
+}
+
 /// Per-dip recovery.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Recovery {
@@ -27,7 +44,8 @@ pub struct ArmReport {
     pub filtered: bool,
     /// Cleared requests per second (mean over replications).
     pub goodput: f64,
-    /// `goodput` over the case's physical limit.
+    /// `goodput` over the case's physical limit; NaN (`null` in JSON) when the limit is 0.
+    #[serde(serialize_with = "finite_or_null")]
     pub goodput_ratio: f64,
     /// Backlog-time `Σ q·dt` [request·s] (mean).
     pub backlog_time: f64,
@@ -37,19 +55,27 @@ pub struct ArmReport {
     pub sojourn_p99: Option<f64>,
     /// Recovery after each dip.
     pub recovery: Recovery,
-    /// Fraction of sampled time with the queue beyond the boundary `θ·cap`.
+    /// Fraction of sampled time with the queue beyond the boundary `θ·cap`; NaN (`null` in
+    /// JSON) with no sample.
+    #[serde(serialize_with = "finite_or_null")]
     pub beyond_boundary: f64,
     /// Runs whose queue ever went beyond the boundary, with a 99 % Clopper–Pearson interval.
     pub exit_probability: Frequency,
     /// Empirical CVaR at tail η of the largest excursion beyond the boundary, in barrier
     /// units (a share of the capacity).
     pub cvar: Cvar,
-    /// Rejected share of offered requests.
+    /// Rejected share of offered requests; NaN (`null` in JSON) when nothing was offered,
+    /// which a 0 would show as a real 0 %.
+    #[serde(serialize_with = "finite_or_null")]
     pub rejected_share: f64,
     /// Throughput the filter gave up, as a share of what the nominal policy proposed
-    /// (`None` without the filter).
+    /// (`None` without the filter; `Some(NaN)` when the policy proposed nothing; `null` in
+    /// JSON for both).
+    #[serde(serialize_with = "some_finite_or_null")]
     pub given_up_share: Option<f64>,
-    /// Share of filter decisions with no feasible action (the backup acted).
+    /// Share of filter decisions with no feasible action (the backup acted); `None` without
+    /// the filter, `Some(NaN)` with no decision (`null` in JSON for both).
+    #[serde(serialize_with = "some_finite_or_null")]
     pub backup_fraction: Option<f64>,
     /// Whether the exit frequency holds ε (filtered), violates it (unfiltered, lower limit
     /// above ε), or neither is established at this number of trials.

@@ -4,6 +4,7 @@
 //! ([`feasibility`](super::feasibility)), the failure-mode detectors
 //! ([`findings`](super::findings)) and the draft ([`draft`](super::draft)).
 
+use safegate_core::error::number;
 use safegate_core::estimators::tail::{classify, TailClass};
 use safegate_core::stats::{empirical_cvar, trials_to_show, Frequency, Verdict};
 
@@ -19,6 +20,35 @@ use super::{
 /// What [`ExitCheck::reason`] advises when the data hold no whole horizon. A caller that
 /// sets the horizon by another name (a flag) may name it so in its place.
 pub const NO_WINDOW_ADVICE: &str = "(a shorter horizon, or more data)";
+
+/// Relative difference between a horizon and the data's sampling interval that is the
+/// timestamps' rounding, not a shorter window.
+const INTERVAL_ROUNDING: f64 = 1e-9;
+
+/// A measured number as a message shows it: six significant digits, in [`number`]'s
+/// bounded width (`0.1`, not the `0.10000000000000142` of timestamps' rounding; `1e300`,
+/// not 301 digits).
+fn short(v: f64) -> String {
+    if v.is_finite() {
+        number(format!("{v:.5e}").parse().unwrap_or(v))
+    } else {
+        number(v)
+    }
+}
+
+/// `v` with `decimals` decimals (`{:.4}`), or [`number`]'s exponent form where that would
+/// run long (`{:.4}` of `1e300` is 305 characters) or show a value that is not 0 as 0.
+fn fixed(v: f64, decimals: usize) -> String {
+    let s = format!("{v:.decimals$}");
+    let zero = s.trim_start_matches('-').trim_start_matches(['0', '.']).is_empty();
+    if !v.is_finite() || v.abs() >= 1e15 || (zero && v != 0.0) {
+        number(v)
+    } else if zero {
+        s.trim_start_matches('-').to_string()
+    } else {
+        s
+    }
+}
 
 /// Run the checklist. Errors name the input (`source`), and the option at fault by its
 /// field; the data cannot answer at all with fewer than two rows or no capacity to measure
@@ -44,15 +74,20 @@ pub fn check(tel: &Telemetry, opts: &CheckOptions, source: &str) -> Result<Check
         .or(in_flight_cap)
         .ok_or_else(|| CheckError::unknown_capacity(source, tel.signal.unwrap_or(Signal::Queue)))?;
     // A window shorter than the data's sampling interval holds no sample: counting it as
-    // exit-free would be evidence the data do not hold.
+    // exit-free would be evidence the data do not hold. Timestamps' rounding is not a
+    // shorter interval: rows 0.1 s apart at t ≈ 1000 s are 0.10000000000002274 s apart in
+    // f64; a horizon within 1e-9 of the interval leaves at most one window in 1e9 empty.
     let interval = median_interval(tel);
-    if opts.horizon < interval {
+    if opts.horizon < interval * (1.0 - INTERVAL_ROUNDING) {
+        let given = number(opts.horizon);
+        // Short, unless that would show the interval as the horizon it refuses.
+        let shown = Some(short(interval)).filter(|s| *s != given).unwrap_or_else(|| number(interval));
         return Err(CheckError::Option {
             source: source.to_string(),
             field: "horizon",
-            value: opts.horizon.to_string(),
+            value: given,
             rule: format!(
-                "shorter than the data's median sampling interval of {interval} s, so a window would hold no sample"
+                "shorter than the data's median sampling interval of {shown} s, so a window would hold no sample"
             ),
         });
     }
@@ -178,22 +213,30 @@ fn exit_check(tel: &Telemetry, opts: &CheckOptions, line: f64, excursions: usize
     let hours = span / 3600.0;
     let reason = if windows == 0 {
         format!(
-            "the data cover {span:.0} s, less than one horizon of {:.0} s: no window to count exits in {NO_WINDOW_ADVICE}",
-            opts.horizon
+            "the data cover {} s, less than one horizon of {} s: no window to count exits in {NO_WINDOW_ADVICE}",
+            short(span),
+            number(opts.horizon)
         )
     } else {
         match verdict {
             Verdict::Holds => format!(
-                "{exits} of {windows} windows of {:.0} s left the safe set; the 99 % upper limit {:.4} is within ε = {}",
-                opts.horizon, frequency.ci_high, opts.epsilon
+                "{exits} of {windows} windows of {} s left the safe set; the 99 % upper limit {} is within ε = {}",
+                number(opts.horizon),
+                fixed(frequency.ci_high, 4),
+                number(opts.epsilon)
             ),
             Verdict::Violates => format!(
-                "{exits} of {windows} windows of {:.0} s left the safe set; even the 99 % lower limit {:.4} exceeds ε = {}",
-                opts.horizon, frequency.ci_low, opts.epsilon
+                "{exits} of {windows} windows of {} s left the safe set; even the 99 % lower limit {} exceeds ε = {}",
+                number(opts.horizon),
+                fixed(frequency.ci_low, 4),
+                number(opts.epsilon)
             ),
             Verdict::NotEstablished => format!(
-                "{exits} of {windows} windows of {:.0} s left the safe set; the 99 % interval [{:.4}, {:.4}] straddles ε = {} ({needed} exit-free windows would show it)",
-                opts.horizon, frequency.ci_low, frequency.ci_high, opts.epsilon
+                "{exits} of {windows} windows of {} s left the safe set; the 99 % interval [{}, {}] straddles ε = {} ({needed} exit-free windows would show it)",
+                number(opts.horizon),
+                fixed(frequency.ci_low, 4),
+                fixed(frequency.ci_high, 4),
+                number(opts.epsilon)
             ),
         }
     };
@@ -253,13 +296,13 @@ fn severity(tel: &Telemetry, opts: &CheckOptions, capacity: f64, line: f64, ex: 
         if let Some(h) = ex.tail.hill {
             if h.alpha <= 1.0 {
                 notes.push(format!(
-                    "the excursion peaks' tail index α̂ = {:.2} ≤ 1: their mean, hence any CVaR, is infinite; the empirical CVaR understates what a longer record will show",
-                    h.alpha
+                    "the excursion peaks' tail index α̂ = {} ≤ 1: their mean, hence any CVaR, is infinite; the empirical CVaR understates what a longer record will show",
+                    fixed(h.alpha, 2)
                 ));
             } else if h.alpha <= 2.0 {
                 notes.push(format!(
-                    "the peaks' tail index α̂ = {:.2} ≤ 2: infinite variance, so the empirical CVaR converges slowly; ρ is set from the fitted tail, CVaR = VaR·α/(α − 1)",
-                    h.alpha
+                    "the peaks' tail index α̂ = {} ≤ 2: infinite variance, so the empirical CVaR converges slowly; ρ is set from the fitted tail, CVaR = VaR·α/(α − 1)",
+                    fixed(h.alpha, 2)
                 ));
                 // The Pareto tail's CVaR over the peaks' η-quantile (Pareto: CVaR = VaR·α/(α−1)).
                 let mut p = ex.peaks.clone();
@@ -272,17 +315,72 @@ fn severity(tel: &Telemetry, opts: &CheckOptions, capacity: f64, line: f64, ex: 
     }
     if share_outside < opts.eta {
         notes.push(format!(
-            "only {:.2} % of samples are outside the safe set, fewer than η = {}: the CVaR averages mostly in-bound samples",
-            100.0 * share_outside,
-            opts.eta
+            "only {} % of samples are outside the safe set, fewer than η = {}: the CVaR averages mostly in-bound samples",
+            fixed(100.0 * share_outside, 2),
+            number(opts.eta)
         ));
     }
     let reason = format!(
-        "empirical CVaR at η = {} of the overshoot: {:.4} of Q per sample{}; suggested ρ = {rho}{}",
-        opts.eta,
-        cvar_samples,
-        cvar_peaks.map_or(String::new(), |c| format!(", {c:.4} of Q over the excursion peaks")),
+        "empirical CVaR at η = {} of the overshoot: {} of Q per sample{}; suggested ρ = {}{}",
+        number(opts.eta),
+        fixed(cvar_samples, 4),
+        cvar_peaks.map_or(String::new(), |c| format!(", {} of Q over the excursion peaks", fixed(c, 4))),
+        short(rho),
         if notes.is_empty() { String::new() } else { format!(" ({})", notes.join("; ")) }
     );
     Severity { eta: opts.eta, cvar_samples, cvar_peaks, rho, reason }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::telemetry::parse;
+
+    /// Rows 0.2 s apart at t ≈ 1000 s are 0.20000000000004547 s apart in f64: a horizon of
+    /// 0.2 s is the sampling interval, not shorter, and a refusal shows the interval short.
+    #[test]
+    fn the_sampling_interval_is_shown_short_and_its_rounding_is_no_refusal() {
+        let mut csv = String::from("time,queue\n");
+        for i in 0..20 {
+            csv += &format!("{:.1},1\n", 1000.0 + 0.2 * f64::from(i));
+        }
+        let (t, _) = parse("t.csv", &csv).unwrap();
+        assert!(median_interval(&t) > 0.2, "{}", median_interval(&t));
+        let opts = |horizon| CheckOptions { capacity: Some(10.0), horizon, ..CheckOptions::default() };
+        assert!(check(&t, &opts(0.2), "t.csv").is_ok());
+        let e = check(&t, &opts(0.15), "t.csv").unwrap_err().to_string();
+        assert!(e.contains("horizon") && e.contains("interval of 0.2 s,"), "{e}");
+        // An interval the short form would show as the horizon it refuses is shown in full.
+        let mut csv = String::from("time,queue\n");
+        for i in 0..20 {
+            csv += &format!("{},1\n", 0.2000001 * f64::from(i));
+        }
+        let (t, _) = parse("t.csv", &csv).unwrap();
+        let e = check(&t, &opts(0.2), "t.csv").unwrap_err().to_string();
+        assert!(e.contains("horizon = 0.2:") && e.contains("interval of 0.2000001"), "{e}");
+    }
+
+    /// Every number a reason prints has a bounded width, however large the data's values.
+    #[test]
+    fn reasons_print_numbers_in_a_bounded_width() {
+        let (t, _) = parse("t.csv", "time,queue\n0,1\n1,9\n2,1\n3,9\n").unwrap();
+        let opts =
+            CheckOptions { capacity: Some(10.0), horizon: 1.0, epsilon: 1e-12, eta: 1e-9, ..CheckOptions::default() };
+        let r = check(&t, &opts, "t.csv").unwrap();
+        for reason in [&r.exits.reason, &r.severity.reason] {
+            assert!(reason.len() < 600, "{reason}");
+            assert!(!reason.contains("0000000000"), "{reason}");
+        }
+        assert!(r.exits.reason.contains("ε = 1e-12"), "{}", r.exits.reason);
+        assert!(r.severity.reason.contains("η = 1e-9"), "{}", r.severity.reason);
+        assert_eq!((short(0.10000000000000142), short(0.30000000000000004)), ("0.1".into(), "0.3".into()));
+        assert_eq!(
+            (fixed(1e300, 4), fixed(1e-7, 4), fixed(-1e-320, 2)),
+            ("1e300".into(), "1e-7".into(), "-1e-320".into())
+        );
+        assert_eq!(
+            (fixed(0.0, 4), fixed(-0.0, 2), fixed(0.12345, 4)),
+            ("0.0000".into(), "0.00".into(), "0.1235".into())
+        );
+    }
 }
