@@ -11,9 +11,10 @@
 //! So the opening grows the limit the way TCP's slow start grows its window, gated by
 //! delay the way HyStart (Ha & Rhee, "Taming the elephants", 2011) ends slow start on a
 //! rising round-trip time: from `open_limit` (2 by default) it doubles once the load has
-//! pressed the limit and one round trip (twice the measured service time) has passed with
-//! the service time at its floor `S₀` (the lowest seen): `S ≤ (1 + RISE)·S₀ +
-//! latency_floor`. The first decision whose service time is above that ends the opening:
+//! pressed the limit, one round trip (twice the measured service time) and two windows of
+//! completions (`2·L`, so that the requests that entered at the new level are among them)
+//! have passed, with the service time at its floor `S₀` (the lowest seen): `S ≤ (1 +
+//! RISE)·S₀ + latency_floor`. The first decision whose service time is above that ends the opening:
 //! the backend slowed with the load, the knee is between the last level verified at the
 //! floor and the one being tried, and the climb starts at the verified level. Reaching the
 //! maximum with the service time still at its floor ends the opening there (a fast
@@ -50,6 +51,8 @@ pub(super) struct Opening {
     verified: Option<usize>,
     /// The load pressed the limit since it last changed.
     pressed: bool,
+    /// Completions when the limit last doubled.
+    done_at_raise: f64,
     /// The counters at the last decision that saw completions: completed, busy time
     /// (latency − wait), offered, admitted.
     completed: f64,
@@ -65,6 +68,7 @@ impl Opening {
             raised_at: f64::NAN,
             verified: None,
             pressed: false,
+            done_at_raise: f64::NAN,
             completed: f64::NAN,
             busy: f64::NAN,
             offered: f64::NAN,
@@ -82,6 +86,7 @@ impl Peak {
         if o.completed.is_nan() {
             (o.completed, o.busy, o.offered, o.admitted) = (obs.completed, busy, obs.offered, obs.admitted);
             o.raised_at = obs.now;
+            o.done_at_raise = obs.completed;
         }
         let limit = f64::from(self.limit());
         let turned_away = (obs.offered - o.offered) - (obs.admitted - o.admitted) > 0.5;
@@ -102,40 +107,39 @@ impl Peak {
         if rose {
             // Past the knee: the climb starts from the last level served at the floor.
             self.ceiling = Some(self.target);
-            return match o.verified {
-                // Below a level served at the floor every limit delivers less (the same
-                // service time, fewer in flight): the climb's first round probes up only.
-                Some(v) => self.end_opening(v, 1),
-                None => self.end_opening(self.target, 0),
-            };
+            let home = o.verified.unwrap_or(self.target);
+            return self.end_opening(home);
         }
         o.floor = o.floor.min(service);
-        // One round trip at this level, the load pressing it, the service at its floor.
+        // One round trip at this level, the load pressing it, the service at its floor; and
+        // two windows of completions since the limit doubled, so that the requests that
+        // entered at the new level (the slowest, past a knee) are among those measured.
         let round_trip = obs.now - o.raised_at >= 2.0 * service;
-        if o.pressed && round_trip {
+        let windows = obs.completed - o.done_at_raise >= 2.0 * limit;
+        if o.pressed && round_trip && windows {
             o.verified = Some(self.target);
             let last = self.grid.len() - 1;
             if self.target == last {
-                return self.end_opening(last, 0);
+                return self.end_opening(last);
             }
             let want = 2.0 * limit;
             self.target = self.grid.iter().rposition(|&g| f64::from(g) <= want).unwrap_or(last).max(self.target + 1);
             self.home = self.target;
             o.raised_at = obs.now;
+            o.done_at_raise = obs.completed;
             o.pressed = false;
         }
         self.open = Some(o);
     }
 
-    /// End the opening with the climb's home at grid point `home`, `losses` probe rounds'
-    /// sides already known to lose.
-    fn end_opening(&mut self, home: usize, losses: u8) {
+    /// End the opening with the climb's home at grid point `home`.
+    fn end_opening(&mut self, home: usize) {
         self.open = None;
         self.home = home;
         self.slow_start = false;
         self.up = true;
         self.stride = 1;
-        self.losses = losses;
+        self.losses = 0;
         self.calm = 0;
         self.load = Default::default();
         self.go(home, self.cfg.trial_periods);

@@ -338,7 +338,7 @@ fn garbage_never_yields_a_bad_action() {
 
 /// Small knees, fresh limiter, overloaded from the first instant (1.5× and 3× the peak):
 /// the opening doubles from 2 and stops within one doubling of the knee, so the first
-/// second already delivers most of the peak (≥ 0.7 here, where a 10-ms service's probes
+/// second already delivers most of the peak (≥ 0.6 here, where a 10-ms service's probes
 /// wait for their completions; an opening at the maximum let 256 requests
 /// into a backend that collapses past a few, and delivered almost nothing for its first
 /// second), and the next seconds at least 0.9 of it.
@@ -354,7 +354,7 @@ fn small_knees_are_not_overrun_by_the_opening() {
             assert!(!p.is_opening(), "knee {knee}, base {base}: the opening ended");
             let first = t.throughput(0.0, 1.0) / b.peak();
             let later = t.throughput(1.0, 3.0) / b.peak();
-            assert!(first >= 0.7, "knee {knee}, base {base}, {load}×: first second {first:.2} of the peak");
+            assert!(first >= 0.6, "knee {knee}, base {base}, {load}×: first second {first:.2} of the peak");
             assert!(later >= 0.9, "knee {knee}, base {base}, {load}×: seconds 1–3 {later:.2} of the peak");
             // Never more than one doubling past the knee.
             assert!(
