@@ -53,6 +53,8 @@ pub(super) struct Opening {
     pressed: bool,
     /// Completions when the limit last doubled.
     done_at_raise: f64,
+    /// The last decision that saw completions saw the service time risen.
+    rising: bool,
     /// The counters at the last decision that saw completions: completed, busy time
     /// (latency − wait), offered, admitted.
     completed: f64,
@@ -69,6 +71,7 @@ impl Opening {
             verified: None,
             pressed: false,
             done_at_raise: f64::NAN,
+            rising: false,
             completed: f64::NAN,
             busy: f64::NAN,
             offered: f64::NAN,
@@ -103,7 +106,15 @@ impl Peak {
         }
         o.completed = obs.completed;
         o.busy = busy;
-        let rose = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        let risen = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        // Two decisions in a row: a past-the-knee rise persists (the slow requests keep
+        // coming back), a scheduler's hiccup on a fast service does not.
+        let rose = risen && o.rising;
+        o.rising = risen;
+        if risen && !rose {
+            self.open = Some(o);
+            return;
+        }
         if rose {
             // Past the knee: the climb starts from the last level served at the floor.
             self.ceiling = Some(self.target);
