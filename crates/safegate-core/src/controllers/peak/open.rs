@@ -14,8 +14,9 @@
 //! pressed the limit, one round trip (twice the measured service time) and two windows of
 //! completions (`2·L`, so that the requests that entered at the new level are among them)
 //! have passed, with the service time at its floor `S₀` (the lowest seen): `S ≤ (1 +
-//! RISE)·S₀ + latency_floor`. The first decision whose service time is above that ends the opening:
-//! the backend slowed with the load, the knee is between the last level verified at the
+//! RISE)·S₀ + latency_floor`. Two decisions in a row whose service time is above that end
+//! the opening (one alone can be a scheduler's hiccup on a fast service): the backend
+//! slowed with the load, the knee is between the last level verified at the
 //! floor and the one being tried, and the climb starts at the verified level. Reaching the
 //! maximum with the service time still at its floor ends the opening there (a fast
 //! service: the climb keeps the limit out of the way).
