@@ -71,7 +71,15 @@ pub(crate) struct DetectArgs {
 fn series_error(source: &str, e: SeriesTextError) -> anyhow::Error {
     match e {
         SeriesTextError::ColumnNeeded { columns } => {
-            anyhow!("{source} has {} columns ({}): choose one with --column NAME", columns.len(), columns.join(", "))
+            // At most 12 names (a header of 100,000 columns is not echoed whole).
+            let shown: Vec<&str> = columns.iter().take(12).map(String::as_str).collect();
+            let more = columns.len().saturating_sub(shown.len());
+            let tail = if more > 0 { format!(", … {more} more") } else { String::new() };
+            anyhow!(
+                "{source} has {} columns ({}{tail}): choose one with --column NAME",
+                columns.len(),
+                shown.join(", ")
+            )
         }
         SeriesTextError::NoHeader { want, line } => {
             anyhow!("--column {want:?}: {source} has no header line (line {line} is numeric)")

@@ -115,6 +115,14 @@ fn errors_name_the_problem() {
     let two = input("two.csv", "t,v\n0,1\n");
     let out = safegate(&["detect", "--input", two.to_str().unwrap()]);
     assert!(stderr(&out).contains("2 columns (t, v): choose one with --column"), "{}", stderr(&out));
+    // A header of 100,000 columns is named by its count and its first twelve.
+    let header: Vec<String> = (0..100_000).map(|i| format!("c{i}")).collect();
+    let wide = input("wide.csv", &format!("{}\n", header.join(",")));
+    let out = safegate(&["detect", "--input", wide.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("100000 columns (c0, c1,") && err.contains("… 99988 more"), "{}", &err[..err.len().min(400)]);
+    assert!(err.len() < 1000, "{} characters", err.len());
     let out = safegate(&["detect", "--input", two.to_str().unwrap(), "--column", "x"]);
     assert!(stderr(&out).contains("unknown column \"x\" (columns: t, v)"), "{}", stderr(&out));
 

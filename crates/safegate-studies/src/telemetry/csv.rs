@@ -161,7 +161,10 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         prev_t = t;
         let x = row[i_x];
         if x < 0.0 {
-            return Err(err(Some(lineno), format!("column `{}`: {x} is negative", names[i_x])));
+            return Err(err(
+                Some(lineno),
+                format!("column `{}`: {} is negative", names[i_x], safegate_core::error::number(x)),
+            ));
         }
         for (j, r) in roles.iter().enumerate() {
             let v = row[j];
@@ -170,13 +173,19 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
                     return Err(err(Some(lineno), format!("column `{}`: health {v} is outside [0, 1]", names[j])))
                 }
                 Some(Role::Time | Role::Health) | None => {}
-                Some(_) if v < 0.0 => return Err(err(Some(lineno), format!("column `{}`: {v} is negative", names[j]))),
+                Some(_) if v < 0.0 => {
+                    return Err(err(
+                        Some(lineno),
+                        format!("column `{}`: {} is negative", names[j], safegate_core::error::number(v)),
+                    ))
+                }
                 Some(Role::Queue | Role::InFlight | Role::Limit | Role::Capacity) if v > MAX_LEVEL => {
                     return Err(err(
                         Some(lineno),
                         format!(
-                            "column `{}`: {v} is beyond {MAX_LEVEL:e}, the largest capacity safegate accepts",
-                            names[j]
+                            "column `{}`: {} is beyond {MAX_LEVEL:e}, the largest capacity safegate accepts",
+                            names[j],
+                            safegate_core::error::number(v)
                         ),
                     ))
                 }
@@ -184,8 +193,9 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
                     return Err(err(
                         Some(lineno),
                         format!(
-                            "column `{}`: {v} req/s is beyond {MAX_RATE:e}, the largest rate safegate accepts",
-                            names[j]
+                            "column `{}`: {} req/s is beyond {MAX_RATE:e}, the largest rate safegate accepts",
+                            names[j],
+                            safegate_core::error::number(v)
                         ),
                     ))
                 }

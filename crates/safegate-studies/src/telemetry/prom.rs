@@ -214,7 +214,10 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         }
     };
     if let Some(i) = x.iter().position(|v| *v < 0.0) {
-        return Err(err(Some(lines[i]), format!("the {} is negative ({})", signal.name(), x[i])));
+        return Err(err(
+            Some(lines[i]),
+            format!("the {} is negative ({})", signal.name(), safegate_core::error::number(x[i])),
+        ));
     }
     if let Some(i) = x.iter().position(|v| *v > MAX_LEVEL) {
         return Err(err(

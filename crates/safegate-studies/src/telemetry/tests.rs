@@ -70,6 +70,9 @@ fn malformed_csv_names_the_line_and_never_panics() {
         ("time,queue,queue\n1,2,3\n2,3,4\n", Some(1), "given twice"),
         ("1,2\n2,3\n", Some(1), "no header"),
         ("time,queue,capacity\n1,2,0\n2,3,0\n", None, "never positive"),
+        // A huge value is echoed short, not as its 301 digits.
+        ("time,queue\n1,2\n2,1e300\n", Some(3), "1e300 is beyond"),
+        ("time,queue\n1,2\n2,-1e300\n", Some(3), "-1e300 is negative"),
     ];
     for (text, line, what) in cases {
         let e = err_of(text);
