@@ -237,7 +237,9 @@ pub fn driver(name: &str) -> Result<Box<dyn FnMut(u64)>> {
     Ok(match name {
         "noop" => boxed(Noop),
         "concurrency_limit" => boxed(ConcurrencyLimitLayer::new(LIMIT).layer(Noop)),
-        "load_shed_concurrency_limit" => boxed(LoadShedLayer::new().layer(ConcurrencyLimitLayer::new(LIMIT).layer(Noop))),
+        "load_shed_concurrency_limit" => {
+            boxed(LoadShedLayer::new().layer(ConcurrencyLimitLayer::new(LIMIT).layer(Noop)))
+        }
         "admission" => boxed(
             AdmissionLayer::builder()
                 .max_concurrency(LIMIT as u32)
