@@ -8,7 +8,8 @@
 //! | file | holds |
 //! |---|---|
 //! | `app.rs` | the routes and their handlers, [`serve`], [`ServeConfig`], [`Stopped`] |
-//! | `api.rs` | `POST /api/run`: the request, its checks and budgets, the run study it calls |
+//! | `api.rs` | `POST /api/run`: its errors, checks and budgets, the run study it calls |
+//! | `request.rs` | what a request says: the body (`RunRequest`) from JSON or TOML, errors naming the field; a stream's query |
 //! | `live.rs` | `GET /api/live/stream`: one live run (`safegate_live::run`) |
 //! | `fleet.rs` | `GET /api/fleet/stream`: one fleet run (`safegate_live::fleet::play`) |
 //! | `sse.rs` | what the two streams share: a run on a thread of its own, its events |
@@ -17,6 +18,7 @@ mod api;
 mod app;
 mod fleet;
 mod live;
+mod request;
 mod sse;
 
 pub use app::{serve, ServeConfig, Stopped};
