@@ -11,6 +11,19 @@ pub enum LiveError {
     /// The scenario could not be loaded.
     #[error(transparent)]
     Scenario(#[from] safegate_sim::ScenarioError),
+    /// The executors were outside the run ([`LiveOptions::executors`] off) and none took a
+    /// job: there is nothing to report a verdict on.
+    ///
+    /// [`LiveOptions::executors`]: crate::run::LiveOptions::executors
+    #[error(
+        "no executor served the backlog during the run ({admitted} jobs admitted, none taken): with \
+         --external-executors, `safegate executor` processes must join it (the command was shown \
+         when the run started); no verdict on a run nothing served"
+    )]
+    NobodyServed {
+        /// Jobs admitted to the backlog.
+        admitted: u64,
+    },
     /// `redis-server` is not on `PATH`.
     #[error(
         "redis-server not found on PATH: install it (Debian/Ubuntu: `apt-get install -y redis-server`, \

@@ -21,6 +21,22 @@ pub(crate) fn default_boundary() -> Result<Boundary> {
     Boundary::from_toml(DEFAULT_BOUNDARY, &[]).map_err(|e| anyhow!("<embedded seed-80>: {e}"))
 }
 
+/// Refuse the overrides `scenario` (from `origin`) does not read in `mode` (`None`: in any
+/// mode): each would change nothing, and a run that echoed it would mislead.
+pub(crate) fn refuse_unread(
+    scenario: &safegate_sim::Scenario,
+    overrides: &[(String, String)],
+    mode: Option<safegate_sim::Mode>,
+    origin: &str,
+) -> Result<()> {
+    let unread = scenario.unread_overrides(overrides, mode);
+    if unread.is_empty() {
+        return Ok(());
+    }
+    let list: Vec<String> = unread.iter().map(|u| format!("{}: {}", u.key, u.why)).collect();
+    Err(anyhow!("{origin}: an override this run does not read would change nothing: {}", list.join("; ")))
+}
+
 /// Run the experiments in parallel, a progress bar on stderr when `show`: each report with
 /// its seconds, in the order given.
 pub(crate) fn experiments(setup: &Setup, chosen: &[&Experiment], show: bool) -> Vec<(Report, f64)> {

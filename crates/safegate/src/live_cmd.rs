@@ -151,11 +151,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     }
     // As `safegate run`: an override nothing reads is refused (any mode: the live
     // downstream uses the service law whatever the scenario's mode).
-    let unread = scenario.unread_overrides(&overrides, None);
-    if !unread.is_empty() {
-        let list: Vec<String> = unread.iter().map(|u| format!("{}: {}", u.key, u.why)).collect();
-        anyhow::bail!("{origin}: an override this run does not read would change nothing: {}", list.join("; "));
-    }
+    crate::calls::refuse_unread(&scenario, &overrides, None, &origin)?;
     let cfg = scenario.config(&origin)?;
     let variant = variants(&scenario, false)
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
@@ -293,17 +289,6 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
     let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();
-    if args.external_executors {
-        let acc = &report.accounting;
-        if acc.completed + acc.failed + acc.in_service == 0 {
-            anyhow::bail!(
-                "no executor served the backlog during the run ({} jobs admitted, none taken): with \
-                 --external-executors, `safegate executor` processes must join it (the command was shown \
-                 when the run started); no verdict on a run nothing served",
-                acc.admitted + acc.admitted_retries
-            );
-        }
-    }
     let tried = report.load.arrivals + report.load.retries;
     if tried > 0 && report.load.unsent as f64 > safegate_live::run::UNSENT_WARNING_SHARE * tried as f64 {
         eprintln!(

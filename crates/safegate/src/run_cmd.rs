@@ -151,11 +151,7 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
     }
     // An override nothing in this scenario reads would change nothing: refused, not echoed
     // under "overrides" above a run it did not touch.
-    let unread = scenario.unread_overrides(&overrides, Some(scenario.run.mode));
-    if !unread.is_empty() {
-        let list: Vec<String> = unread.iter().map(|u| format!("{}: {}", u.key, u.why)).collect();
-        anyhow::bail!("{origin}: an override this run does not read would change nothing: {}", list.join("; "));
-    }
+    crate::calls::refuse_unread(&scenario, &overrides, Some(scenario.run.mode), &origin)?;
     // A boundary error names the file it came from: --boundary's, or the scenario's table.
     let boundary_origin = args.boundary.as_ref().map_or(origin.clone(), |p| p.display().to_string());
     let runs = if wants_arms(args) {

@@ -8,7 +8,9 @@
 //! - `stacks`: the limiter stacks compared, ours and the peers (feature `peers`);
 //! - `load`: the open-loop generator and what it records;
 //! - `histogram`: the generator's latency histogram;
-//! - `report`: the figures of a run and a scenario, and the JSON document.
+//! - `report`: the figures of a run and a scenario, and the JSON document;
+//! - [`sweep`]: the (knee, base time) pairs of a sweep;
+//! - [`text`]: a scenario's table and a sweep's summary, as the CLI prints them.
 
 mod backend;
 mod histogram;
@@ -17,6 +19,8 @@ mod report;
 mod run;
 mod settings;
 mod stacks;
+pub mod sweep;
+pub mod text;
 
 pub use load::{Arrivals, Progress};
 pub use report::{Burst, Document, Figures, RunReport, ScenarioReport, Step};

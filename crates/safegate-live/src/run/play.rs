@@ -44,6 +44,9 @@ pub async fn run(
     let redis = crate::backlog::redact(&services.url);
     let stopped = services.stop(opts.timeout).await;
     let acc = stopped.accounting.unwrap_or(control.acc);
+    if !opts.executors && acc.completed + acc.failed + acc.in_service == 0 {
+        return Err(LiveError::NobodyServed { admitted: acc.admitted + acc.admitted_retries });
+    }
     control.tracker.integrate(control.last_q * (cfg.duration - control.last_t).max(0.0));
     let totals = totals(&acc, stopped.pool.as_deref(), opts.speed);
     let planned_decisions = control.planned_decisions();

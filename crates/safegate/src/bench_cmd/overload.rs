@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use safegate_bench::overload::{Arrivals, Event, Figures, Overload, OverloadSpec, Progress, ScenarioReport};
+use safegate_bench::overload::{sweep, text, Arrivals, Event, Overload, OverloadSpec, Progress};
 
 use super::flags::flagged;
 
@@ -90,31 +90,10 @@ enum ArrivalsArg {
     Even,
 }
 
-/// The knees and base times of a sweep when `--sweep` names none.
-const SWEEP_KNEES: [usize; 7] = [2, 4, 8, 16, 32, 64, 128];
-const SWEEP_BASES_MS: [f64; 3] = [2.0, 5.0, 10.0];
-/// Most (knee, base) pairs one sweep runs.
-const MAX_PAIRS: usize = 100;
-
 impl OverloadArgs {
-    /// The (knee, base) pairs to run, each one bench.
-    fn pairs(&self) -> Vec<(usize, f64)> {
-        let knees = match (self.knee.is_empty(), self.sweep) {
-            (false, _) => self.knee.clone(),
-            (true, true) => SWEEP_KNEES.to_vec(),
-            (true, false) => vec![32],
-        };
-        let bases = match (self.base_ms.is_empty(), self.sweep) {
-            (false, _) => self.base_ms.clone(),
-            (true, true) => SWEEP_BASES_MS.to_vec(),
-            (true, false) => vec![10.0],
-        };
-        bases.iter().flat_map(|&b| knees.iter().map(move |&k| (k, b))).collect()
-    }
-
     fn spec(&self, knee: usize, base_ms: f64) -> OverloadSpec {
         let scenarios = if self.sweep && self.scenarios.is_empty() {
-            vec!["collapse-1.5x".to_string(), "collapse-3x".to_string()]
+            sweep::SWEEP_SCENARIOS.iter().map(|s| s.to_string()).collect()
         } else {
             self.scenarios.clone()
         };
@@ -145,13 +124,7 @@ impl OverloadArgs {
 /// `safegate bench overload …`: one bench, or one per (knee, base) pair of a sweep, every
 /// pair checked before the first runs.
 pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
-    let pairs = a.pairs();
-    if pairs.len() > MAX_PAIRS {
-        anyhow::bail!(
-            "--knee × --base-ms = {} benches is out of range: allowed at most {MAX_PAIRS} (each runs every scenario and stack)",
-            pairs.len()
-        );
-    }
+    let pairs = sweep::pairs(&a.knee, &a.base_ms, a.sweep).map_err(flagged)?;
     let benches: Vec<(usize, f64, Overload)> = pairs
         .iter()
         .map(|&(k, b)| Overload::new(&a.spec(k, b)).map(|o| (k, b, o)).map_err(flagged))
@@ -173,7 +146,7 @@ pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
                 Event::RunDone { position } => pb.set_position(base + position),
                 Event::ScenarioDone(report) => {
                     if !a.json {
-                        pb.suspend(|| print_table(report));
+                        pb.suspend(|| print!("{}", text::table(report)));
                     }
                 }
             })
@@ -192,136 +165,7 @@ pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if documents.len() > 1 {
-        print_sweep(&documents);
+        print!("{}", text::sweep(&documents));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The sweep in one table: per (knee, base, scenario), the oracle's goodput and every
-/// stack's share of it, and the least share of each stack over the sweep.
-fn print_sweep(docs: &[(usize, f64, safegate_bench::overload::Document)]) {
-    let stacks: Vec<String> = docs
-        .first()
-        .and_then(|(_, _, d)| d.scenarios.first())
-        .map(|s| s.runs.iter().filter(|r| r.figures.is_some()).map(|r| r.stack.clone()).collect())
-        .unwrap_or_default();
-    println!("## sweep: goodput ÷ the best fixed limit's (the oracle), per knee C and base time");
-    let mut head = format!("{:>5} {:>8} {:>9} {:<14} {:>9}", "C", "base ms", "peak/s", "scenario", "oracle/s");
-    for s in &stacks {
-        head.push_str(&format!(" {s:>16}"));
-    }
-    println!("{head}");
-    let mut least = vec![f64::INFINITY; stacks.len()];
-    for (knee, base, d) in docs {
-        for sc in &d.scenarios {
-            let oracle = sc
-                .oracle
-                .as_ref()
-                .and_then(|o| sc.runs.iter().find(|r| &r.stack == o))
-                .and_then(|r| r.figures.as_ref())
-                .map(|f| f.goodput_rps);
-            let mut line =
-                format!("{knee:>5} {base:>8} {:>9} {:<14} {:>9}", opt(sc.peak_rps, 0), sc.name, opt(oracle, 0));
-            for (i, s) in stacks.iter().enumerate() {
-                let share = sc
-                    .runs
-                    .iter()
-                    .find(|r| &r.stack == s)
-                    .and_then(|r| r.figures.as_ref())
-                    .and_then(|f| f.goodput_vs_oracle);
-                if let Some(v) = share {
-                    least[i] = least[i].min(v);
-                }
-                line.push_str(&format!(" {:>16}", opt(share, 2)));
-            }
-            println!("{line}");
-        }
-    }
-    let mut line = format!("{:<48}", "least over the sweep");
-    for l in &least {
-        line.push_str(&format!(" {:>16}", opt(l.is_finite().then_some(*l), 2)));
-    }
-    println!("{line}");
-    println!();
-}
-
-fn opt(x: Option<f64>, prec: usize) -> String {
-    x.map_or_else(|| "—".to_string(), |v| format!("{v:.prec$}"))
-}
-
-/// The reason behind most rejections, `-` when none.
-fn main_reason(f: &Figures) -> &'static str {
-    f.shed_reasons.iter().max_by_key(|(_, n)| **n).map_or("-", |(r, _)| r)
-}
-
-/// One scenario's table.
-fn print_table(s: &ScenarioReport) {
-    println!("## {}: {}; {}", s.name, s.backend, s.load);
-    let extra = match s.runs.iter().find_map(|r| r.figures.as_ref()) {
-        Some(f) if f.bursts.is_some() => "  burst goodput/s (÷ first)",
-        Some(f) if f.step.is_some() => "  before/s  after/s",
-        _ => "",
-    };
-    println!(
-        "{:<24} {:>9} {:>9} {:>7} {:>6} {:<9} {:>8} {:>8} {:>8} {:>7}{extra}",
-        "stack", "offered/s", "goodput/s", "÷oracle", "shed%", "shed by", "timeouts", "p50 ms", "p99 ms", "settle"
-    );
-    for r in &s.runs {
-        let mark = if s.oracle.as_deref() == Some(&r.stack) {
-            " [oracle]"
-        } else if s.best_anchor.as_deref() == Some(&r.stack) {
-            " [anchor]"
-        } else {
-            ""
-        };
-        let Some(f) = &r.figures else {
-            println!("{:<24} {}", r.stack, r.note.as_deref().unwrap_or("no figures"));
-            continue;
-        };
-        let mut tail = String::new();
-        if let Some(b) = &f.bursts {
-            let parts: Vec<String> = b
-                .iter()
-                .map(|b| match b.vs_first {
-                    Some(v) => format!("{:.0} ({v:.2})", b.goodput_rps),
-                    None => format!("{:.0}", b.goodput_rps),
-                })
-                .collect();
-            tail = format!("  {}", parts.join(" / "));
-        }
-        if let Some(st) = &f.step {
-            tail = format!("  {:>8.0} {:>8.0}", st.goodput_before_rps, st.goodput_after_rps);
-        }
-        println!(
-            "{:<24} {:>9.0} {:>9.0} {:>7} {:>6.1} {:<9} {:>8} {:>8} {:>8} {:>7}{tail}{mark}",
-            r.stack,
-            f.offered_rps,
-            f.goodput_rps,
-            opt(f.goodput_vs_oracle, 2),
-            100.0 * f.shed_share,
-            main_reason(f),
-            f.timeouts,
-            opt(f.p50_ms, 1),
-            opt(f.p99_ms, 1),
-            opt(f.settle_s, 0),
-        );
-    }
-    let name_good = |n: &Option<String>| {
-        n.as_ref().and_then(|n| {
-            s.runs.iter().find(|r| &r.stack == n).and_then(|r| r.figures.as_ref()).map(|f| (n.clone(), f))
-        })
-    };
-    match name_good(&s.oracle) {
-        Some((n, f)) => println!("best fixed limit (oracle): {n} at {}, {:.0} good/s", s.oracle_limit, f.goodput_rps),
-        None => println!("best fixed limit (oracle, {}): not run", s.oracle_limit),
-    }
-    match name_good(&s.best_anchor) {
-        Some((n, f)) => println!(
-            "best anchor (peers): {n}, {:.0} good/s ({} of the oracle)",
-            f.goodput_rps,
-            opt(f.goodput_vs_oracle, 2)
-        ),
-        None => println!("best anchor (peers): none run"),
-    }
-    println!();
 }
