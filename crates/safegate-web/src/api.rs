@@ -169,11 +169,13 @@ fn run_policy(
     let run = |policy: &mut dyn Policy| {
         safegate_sim::run(scenario.run.mode, cfg, policy, opts(stride)).map_err(|e| ApiError::bad(e.to_string()))
     };
+    // One configuration, one physical limit for every run of the request.
+    let limit = safegate_studies::run::physical_limit(cfg);
     let report = |label: String, policy: &'static str, outcome: Outcome, filter| RunReport {
         label,
         policy,
         scenario: scenario.clone(),
-        verdict: safegate_studies::run::verdict(cfg, &outcome, line),
+        verdict: safegate_studies::run::verdict_with_limit(&outcome, line, limit),
         outcome,
         filter,
     };
