@@ -35,6 +35,12 @@ pub struct Observation {
     pub completed: f64,
     /// Cumulative completions that failed downstream and came back as retries.
     pub retried: f64,
+    /// Cumulative completions that failed: the service's error, or a response the
+    /// actuator's classifier counted as a failure (an HTTP 5xx, a downstream's rejection).
+    /// The windowed limiters (Vegas, AIMD) read a failure in a window as a drop; `peak`
+    /// climbs successes (`completed − failed`), not completions. Actuators that cannot
+    /// tell leave it at 0.
+    pub failed: f64,
     /// Cumulative time in the system (waiting plus in service) summed over completed
     /// requests \[s\]. Its change over an interval divided by the change in `completed` is
     /// the mean latency (RTT) of that interval. Models without individual requests use the
@@ -63,6 +69,7 @@ impl Observation {
             admitted: 0.0,
             completed: 0.0,
             retried: 0.0,
+            failed: 0.0,
             latency_total: 0.0,
             wait_total: 0.0,
             oldest_wait: 0.0,

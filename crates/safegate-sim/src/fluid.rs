@@ -93,6 +93,7 @@ pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunO
                 admitted,
                 completed: cleared + retried,
                 retried,
+                failed: 0.0,
                 latency_total,
                 wait_total,
                 // The expected wait of the last in line: the backlog ahead over the clearing rate.

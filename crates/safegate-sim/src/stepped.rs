@@ -183,6 +183,8 @@ pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunO
             admitted: admitted as i64 as f64,
             completed: (cleared + retried) as i64 as f64,
             retried: retried as i64 as f64,
+            // The seed's pool retries, it does not fail: nothing is lost.
+            failed: 0.0,
             latency_total,
             wait_total,
             // The expected wait of the last in line, with the pool uncapped.

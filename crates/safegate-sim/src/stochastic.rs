@@ -186,6 +186,7 @@ pub fn simulate<P: Policy + ?Sized>(cfg: &Config, policy: &mut P, mut opts: RunO
                 admitted: admitted as f64,
                 completed: (cleared + retried) as f64,
                 retried: retried as f64,
+                failed: 0.0,
                 latency_total,
                 wait_total,
                 oldest_wait: waiting.front().map_or(0.0, |&a| t - a),

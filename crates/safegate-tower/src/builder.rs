@@ -14,7 +14,9 @@ use safegate_core::RangeError;
 use tokio::sync::Notify;
 
 use crate::classify::SingleClass;
+use crate::clock::{Clock, Ticker};
 use crate::error::BuildError;
+use crate::outcome::ErrIsFailure;
 use crate::shared::slots::Gate;
 use crate::shared::{ClassState, Controller, Done, Mode, Owner, Padded, Published, Settings, Shared};
 use crate::AdmissionLayer;
@@ -38,6 +40,7 @@ enum Nominal {
 
 /// Builds an [`AdmissionLayer`]; every setting is checked in [`Builder::build`].
 pub struct Builder<C = SingleClass> {
+    name: Option<String>,
     boundary: Result<Boundary, BuildError>,
     nominal: Nominal,
     max_concurrency: u32,
@@ -48,13 +51,14 @@ pub struct Builder<C = SingleClass> {
     capacity: Option<u32>,
     barrier_requests: Option<u32>,
     timing_sample: u32,
-    clock: Option<quanta::Clock>,
+    clock: Option<Ticker>,
     classify: C,
 }
 
 impl<C> std::fmt::Debug for Builder<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Builder")
+            .field("name", &self.name)
             .field("max_concurrency", &self.max_concurrency)
             .field("mode", &self.mode)
             .field("dry_run", &self.dry_run)
@@ -76,6 +80,7 @@ impl Builder<SingleClass> {
     /// in service, reject mode, one class.
     pub fn new() -> Self {
         Builder {
+            name: None,
             boundary: Ok(Boundary::default()),
             // Chosen by measurement (`safegate bench overload`, BENCHMARKS.md): `peak`
             // climbs delivered throughput to the top of the service curve; the ported
@@ -98,6 +103,24 @@ impl Builder<SingleClass> {
 }
 
 impl<C> Builder<C> {
+    /// The layer's name: the `layer` label on every metric it publishes, so that two layers
+    /// in one process (an API and an admin route, a client per dependency) keep separate
+    /// series. 1 to 64 characters, none of them a control character. Unnamed layers are
+    /// `default`, `default-2`, `default-3`, … in the order they are built: name them.
+    ///
+    /// ```
+    /// use safegate_tower::AdmissionLayer;
+    ///
+    /// let api = AdmissionLayer::builder().name("api").build().unwrap();
+    /// let admin = AdmissionLayer::builder().name("admin").build().unwrap();
+    /// assert_eq!((api.name(), admin.name()), ("api", "admin"));
+    /// assert!(AdmissionLayer::builder().name("").build().is_err());
+    /// ```
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
     /// Use this boundary (see `boundaries/` and `docs/boundary.md`).
     pub fn boundary(mut self, boundary: Boundary) -> Self {
         self.boundary = Ok(boundary);
@@ -149,17 +172,29 @@ impl<C> Builder<C> {
     }
 
     /// The most requests in the inner service at once, whatever the controller says
-    /// (`[1, 1_000_000]`, default 100). In reject mode it is also the barrier's capacity.
+    /// (`[1, 1_000_000]`, default 100). In reject mode, unless a barrier is also stated
+    /// ([`Builder::capacity`], [`Builder::barrier_requests`] or the boundary's
+    /// `[barrier] capacity`), it is the barrier too: `θ·Q = n`, so `n` may be in service.
+    ///
+    /// ```
+    /// use safegate_tower::AdmissionLayer;
+    ///
+    /// let layer = AdmissionLayer::builder().max_concurrency(256).build().unwrap();
+    /// assert_eq!(layer.snapshot().limit, 256); // 256 in service, not ⌊0.7·256⌋
+    /// let layer = AdmissionLayer::builder().max_concurrency(256).capacity(256).build().unwrap();
+    /// assert_eq!(layer.snapshot().limit, 179); // a stated barrier: ⌊0.7·256⌋
+    /// ```
     pub fn max_concurrency(mut self, n: u32) -> Self {
         self.max_concurrency = n;
         self
     }
 
     /// The barrier's capacity `Q`, in requests in the layer (in service plus waiting); the
-    /// boundary keeps them at or below `θ·Q`. Default `max_concurrency` plus the queue's
+    /// boundary keeps them at or below `θ·Q`. Default: in reject mode `max_concurrency/θ`
+    /// (so that `θ·Q = max_concurrency`), in queue mode `max_concurrency` plus the queue's
     /// capacity. A boundary's `[barrier] capacity` overrides both.
     ///
-    /// In reject mode the limit never exceeds `⌊θ·Q⌋` (70 of the default 100 at `θ = 0.7`),
+    /// In reject mode the limit never exceeds `⌊θ·Q⌋` (70 of a capacity of 100 at `θ = 0.7`),
     /// which holds the barrier deterministically; `θ·Q` must be at least one request. In
     /// queue mode it must be at least [`MIN_BOUNDARY`] requests: the filter's per-step
     /// chance constraint needs a margin of a few requests for one period's arrivals
@@ -231,6 +266,7 @@ impl<C> Builder<C> {
     /// How a request's class is found (a [`Classify`](crate::Classify), e.g. a closure).
     pub fn classifier<C2>(self, classify: C2) -> Builder<C2> {
         Builder {
+            name: self.name,
             boundary: self.boundary,
             nominal: self.nominal,
             max_concurrency: self.max_concurrency,
@@ -246,10 +282,21 @@ impl<C> Builder<C> {
         }
     }
 
-    /// The clock (default `quanta::Clock::new()`, the TSC where it is invariant); tests
-    /// pass `quanta::Clock::mock()`'s clock to step time by hand.
-    pub fn clock(mut self, clock: quanta::Clock) -> Self {
-        self.clock = Some(clock);
+    /// The clock (default: the CPU's invariant TSC where there is one, else the OS
+    /// monotonic clock, read directly). Tests pass a [`ManualClock`](crate::ManualClock)
+    /// to step time by hand; any [`Clock`] will do.
+    ///
+    /// ```
+    /// use std::time::Duration;
+    /// use safegate_tower::{AdmissionLayer, ManualClock};
+    ///
+    /// let clock = ManualClock::new();
+    /// let layer = AdmissionLayer::builder().clock(clock.clone()).build().unwrap();
+    /// clock.advance(Duration::from_secs(1));
+    /// assert_eq!(layer.snapshot().decisions, 0); // decisions run in requests, not in time
+    /// ```
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Some(Ticker::Custom(Arc::new(clock)));
         self
     }
 
@@ -281,8 +328,29 @@ impl<C> Builder<C> {
                 capacity
             }
         };
+        let name = match self.name {
+            Some(n) if n.is_empty() || n.chars().count() > 64 || n.chars().any(char::is_control) => {
+                return setting(
+                    "name",
+                    format!("{:?}", n.chars().take(80).collect::<String>()),
+                    "1 to 64 characters, no control characters",
+                );
+            }
+            Some(n) => n,
+            None => default_name(),
+        };
         let mut boundary = self.boundary?;
-        let mut capacity = self.capacity.map_or(f64::from(self.max_concurrency) + f64::from(queue_cap), f64::from);
+        let stated_barrier =
+            self.capacity.is_some() || self.barrier_requests.is_some() || boundary.barrier.capacity.is_some();
+        let mut capacity = match (self.capacity, self.mode) {
+            (Some(q), _) => f64::from(q),
+            // `max_concurrency(n)` means n in service: the barrier is n (θ·Q = n, a hair
+            // above so that ⌊θ·Q⌋ is n despite rounding).
+            (None, Mode::Reject) if !stated_barrier => {
+                f64::from(self.max_concurrency) / boundary.barrier.threshold * (1.0 + 1e-12)
+            }
+            (None, _) => f64::from(self.max_concurrency) + f64::from(queue_cap),
+        };
         if let Some(n) = self.barrier_requests {
             if !(1..=100_000_000).contains(&n) {
                 return setting("barrier_requests", n.to_string(), "[1, 100000000]");
@@ -340,6 +408,7 @@ impl<C> Builder<C> {
         let shared = Shared {
             start_raw,
             settings: Settings {
+                name,
                 mode: self.mode,
                 dry_run: self.dry_run,
                 max_concurrency: self.max_concurrency,
@@ -371,6 +440,15 @@ impl<C> Builder<C> {
             latency: std::sync::OnceLock::new(),
             clock,
         };
-        Ok(AdmissionLayer { shared: Arc::new(Owner::new(shared)), classify: self.classify })
+        Ok(AdmissionLayer { shared: Arc::new(Owner::new(shared)), classify: self.classify, outcome: ErrIsFailure })
+    }
+}
+
+/// The name of an unnamed layer: `default`, then `default-2`, `default-3`, … in build order.
+fn default_name() -> String {
+    static UNNAMED: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    match UNNAMED.fetch_add(1, std::sync::atomic::Ordering::Relaxed) {
+        0 => "default".to_string(),
+        k => format!("default-{}", k + 1),
     }
 }

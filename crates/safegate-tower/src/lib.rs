@@ -29,7 +29,7 @@
 //! limit at once (offered count in the high half, slots in the low), and the permit's
 //! decrement when it leaves. No reference count is taken: the slot itself keeps the
 //! layer's state alive (a protocol checked with loom). With several classes, a class's own
-//! offered counter adds a `fetch_add`. Timed requests also read the clock twice (`quanta`'s
+//! offered counter adds a `fetch_add`. Timed requests also read the clock twice (the
 //! TSC where it is invariant, else the OS monotonic clock) and record their latency: every
 //! request under light traffic, thinning to one in `timing_sample` (256 by default) as
 //! traffic grows, about 16 per decision period. Nothing is locked: the controller runs at
@@ -76,9 +76,11 @@
 
 mod builder;
 mod classify;
+mod clock;
 mod error;
 #[cfg(feature = "metrics")]
 mod metrics;
+mod outcome;
 mod reason;
 mod service;
 mod shared;
@@ -90,7 +92,11 @@ pub use builder::{Builder, MIN_BOUNDARY};
 pub use classify::{Classify, SingleClass};
 #[cfg(feature = "http")]
 pub use classify::{HeaderClass, UserHashClass};
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{BuildError, Overloaded};
+#[cfg(feature = "http")]
+pub use outcome::ServerErrorIsFailure;
+pub use outcome::{ClassifyOutcome, ErrIsFailure, Verdict};
 pub use reason::{ByReason, Reason};
 pub use service::{Admission, AdmissionLayer, ResponseFuture, Snapshot};
 pub use shared::Mode;

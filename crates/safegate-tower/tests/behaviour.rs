@@ -235,7 +235,8 @@ async fn lower_classes_find_the_limit_first() {
 
 #[tokio::test]
 async fn admission_share_sheds_lowest_classes_first() {
-    let (clock, mock) = quanta::Clock::mock();
+    let mock = safegate_tower::ManualClock::new();
+    let clock = mock.clone();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(Share(0.5)))
         .max_concurrency(1000)
@@ -253,7 +254,7 @@ async fn admission_share_sheds_lowest_classes_first() {
         ok1 += svc.ready().await.unwrap().call((i % 3) as u8).await.is_ok() as u32;
     }
     assert!((140..=160).contains(&ok1), "{ok1}");
-    mock.increment(Duration::from_millis(60));
+    mock.advance(Duration::from_millis(60));
     // Period 2: the first call runs a decision; half the traffic goes, class 2 first.
     let mut ok = [0u32; 3];
     for i in 0..300u32 {
@@ -271,7 +272,8 @@ async fn admission_share_sheds_lowest_classes_first() {
 
 #[tokio::test]
 async fn dry_run_never_rejects() {
-    let (clock, mock) = quanta::Clock::mock();
+    let mock = safegate_tower::ManualClock::new();
+    let clock = mock.clone();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(Share(0.2)))
         .max_concurrency(2)
@@ -290,7 +292,7 @@ async fn dry_run_never_rejects() {
             assert!(poll_once(&mut f).is_pending(), "round {round}: a dry run must not reject");
             futs.push(f);
         }
-        mock.increment(Duration::from_millis(60));
+        mock.advance(Duration::from_millis(60));
     }
     let s = layer.snapshot();
     assert_eq!(s.rejected_total(), 0);
@@ -351,10 +353,13 @@ async fn builder_errors_are_typed() {
     assert!(AdmissionLayer::builder().controller("nope").build().is_err());
     assert!(AdmissionLayer::builder().classes(0, 0.1).build().is_err());
     assert!(AdmissionLayer::builder().queue(0, Duration::from_secs(1)).build().is_err());
-    // Reject mode: θ·Q = 0.7 requests, not one request could be in service.
-    let e = AdmissionLayer::builder().max_concurrency(1).build().unwrap_err();
+    // Reject mode, a stated capacity: θ·Q = 0.7 requests, not one could be in service.
+    let e = AdmissionLayer::builder().max_concurrency(1).capacity(1).build().unwrap_err();
     assert!(e.to_string().contains("θ·Q ≥ 1"), "{e}");
-    assert!(AdmissionLayer::builder().max_concurrency(3).build().is_ok(), "θ·Q = 2.1: two in service");
+    assert!(AdmissionLayer::builder().max_concurrency(3).capacity(3).build().is_ok(), "θ·Q = 2.1: two in service");
+    // No capacity stated: `max_concurrency(n)` is the limit itself, even for n = 1.
+    let one = AdmissionLayer::builder().max_concurrency(1).build().unwrap();
+    assert_eq!(one.snapshot().limit, 1);
     // Queue mode: θ·Q = 0.7·(3 + 5) = 5.6 requests, too small for one period's arrivals.
     let e = AdmissionLayer::builder().max_concurrency(3).queue(5, Duration::from_secs(1)).build().unwrap_err();
     assert!(e.to_string().contains("θ·Q ≥ 10"), "{e}");
@@ -387,7 +392,7 @@ async fn boundary_file_errors_are_typed() {
 /// futures (pending), and the reasons of the rejected ones.
 async fn offer_held<S>(
     svc: &mut S,
-    mock: &quanta::Mock,
+    mock: &safegate_tower::ManualClock,
     periods: usize,
 ) -> (Vec<oneshot::Sender<()>>, Vec<std::pin::Pin<Box<S::Future>>>, Vec<Reason>)
 where
@@ -403,7 +408,7 @@ where
                 Poll::Ready(Ok(())) => panic!("a held request cannot finish"),
             }
         }
-        mock.increment(Duration::from_millis(60));
+        mock.advance(Duration::from_millis(60));
     }
     (hold, futs, reasons)
 }
@@ -413,7 +418,8 @@ where
 /// nominal asks for no limit at all), and no share of traffic is shed before that.
 #[tokio::test]
 async fn reject_mode_holds_the_barrier_by_the_limit() {
-    let (clock, mock) = quanta::Clock::mock();
+    let mock = safegate_tower::ManualClock::new();
+    let clock = mock.clone();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(Share(1.0)))
         .max_concurrency(1000)
@@ -443,7 +449,8 @@ async fn reject_mode_holds_the_barrier_by_the_limit() {
 /// the barrier plus one period's arrivals.
 #[tokio::test]
 async fn queue_mode_filter_rejects_for_the_barrier_and_then_the_backup() {
-    let (clock, mock) = quanta::Clock::mock();
+    let mock = safegate_tower::ManualClock::new();
+    let clock = mock.clone();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(Share(1.0)))
         .max_concurrency(1000)
@@ -532,12 +539,13 @@ async fn the_state_lives_as_long_as_a_handle_or_a_request_and_no_longer() {
 async fn decisions_keep_their_period_at_light_load_and_the_clock_is_read_rarely_at_heavy() {
     // `n` instant requests `gap` apart on a mock clock, through a layer of `capacity`.
     async fn run(capacity: u32, n: u32, gap: Duration) -> safegate_tower::Snapshot {
-        let (clock, mock) = quanta::Clock::mock();
+        let mock = safegate_tower::ManualClock::new();
+        let clock = mock.clone();
         let layer = AdmissionLayer::builder().controller("static").capacity(capacity).clock(clock).build().unwrap();
         let mut svc = layer.layer(service_fn(|_: ()| async { Ok::<_, Infallible>(()) }));
         for _ in 0..n {
             svc.ready().await.unwrap().call(()).await.unwrap();
-            mock.increment(gap);
+            mock.advance(gap);
         }
         layer.snapshot()
     }
@@ -570,7 +578,8 @@ impl Policy for PanicsOnce {
 /// layer: the request that ran the step sees the panic, later periods decide again.
 #[test]
 fn decisions_go_on_after_a_controller_panicked() {
-    let (clock, mock) = quanta::Clock::mock();
+    let mock = safegate_tower::ManualClock::new();
+    let clock = mock.clone();
     let layer = AdmissionLayer::builder()
         .nominal(Box::new(PanicsOnce(0)))
         .capacity(1000)
@@ -585,12 +594,12 @@ fn decisions_go_on_after_a_controller_panicked() {
     };
     one(&mut svc);
     assert_eq!(layer.snapshot().decisions, 1);
-    mock.increment(Duration::from_millis(60));
+    mock.advance(Duration::from_millis(60));
     let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| one(&mut svc)));
     assert!(panicked.is_err(), "the second decision panics in the request that runs it");
     assert_eq!(layer.snapshot().in_flight, 0, "the panicking request took no slot");
     for _ in 0..3 {
-        mock.increment(Duration::from_millis(60));
+        mock.advance(Duration::from_millis(60));
         one(&mut svc);
     }
     assert_eq!(layer.snapshot().decisions, 4, "decisions resume after the panic");

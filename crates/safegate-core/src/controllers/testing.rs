@@ -59,6 +59,7 @@ pub(crate) fn garbage() -> Vec<Observation> {
             admitted: x,
             completed: x,
             retried: x,
+            failed: x,
             latency_total: x,
             wait_total: x,
             oldest_wait: x,

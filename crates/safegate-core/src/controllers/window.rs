@@ -23,6 +23,7 @@ pub(crate) struct Counters {
     pub(crate) offered: f64,
     pub(crate) completed: f64,
     pub(crate) retried: f64,
+    pub(crate) failed: f64,
     pub(crate) latency: f64,
     pub(crate) wait: f64,
 }
@@ -34,10 +35,11 @@ impl Counters {
             offered: obs.offered,
             completed: obs.completed,
             retried: obs.retried,
+            failed: obs.failed,
             latency: obs.latency_total,
             wait: obs.wait_total,
         };
-        [c.offered, c.completed, c.retried, c.latency, c.wait].iter().all(|v| v.is_finite()).then_some(c)
+        [c.offered, c.completed, c.retried, c.failed, c.latency, c.wait].iter().all(|v| v.is_finite()).then_some(c)
     }
 
     fn minus(&self, o: &Self) -> Self {
@@ -45,6 +47,7 @@ impl Counters {
             offered: self.offered - o.offered,
             completed: self.completed - o.completed,
             retried: self.retried - o.retried,
+            failed: self.failed - o.failed,
             latency: self.latency - o.latency,
             wait: self.wait - o.wait,
         }
@@ -53,7 +56,12 @@ impl Counters {
     /// Whether every difference is non-negative (counters only grow; a reset or garbage
     /// makes a window unusable).
     fn monotone(&self) -> bool {
-        self.offered >= 0.0 && self.completed >= 0.0 && self.retried >= 0.0 && self.latency >= 0.0 && self.wait >= 0.0
+        self.offered >= 0.0
+            && self.completed >= 0.0
+            && self.retried >= 0.0
+            && self.failed >= 0.0
+            && self.latency >= 0.0
+            && self.wait >= 0.0
     }
 }
 
@@ -200,7 +208,8 @@ pub struct WindowSample {
     pub rtt: Option<f64>,
     /// The most requests in flight (or busy executors) seen at any call in the window.
     pub max_in_flight: f64,
-    /// Whether the backlog was full at some call in the window (a drop).
+    /// Whether the window saw a drop: the backlog full at some call, or a completion that
+    /// failed ([`Observation::failed`]).
     pub drop: bool,
 }
 
@@ -281,7 +290,7 @@ impl<A: LimitAlgorithm> Policy for Windowed<A> {
             let sample = WindowSample {
                 rtt: w.signal(self.actuator),
                 max_in_flight: self.load.max_in_flight,
-                drop: self.load.full,
+                drop: self.load.full || w.delta.failed > 0.0,
             };
             self.limit = self.algorithm.update(self.limit, &sample);
             self.load = LoadTrack::default();

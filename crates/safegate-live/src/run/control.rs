@@ -167,6 +167,7 @@ impl<'a> Controller<'a> {
             admitted: acc.admitted as f64,
             completed: (acc.completed + acc.failed) as f64,
             retried: acc.offered_retries as f64,
+            failed: 0.0,
             latency_total: model(acc.latency_us),
             wait_total: model(acc.wait_us),
             oldest_wait: oldest.as_secs_f64() * self.speed,

@@ -249,6 +249,7 @@ fn simulate(cfg: &FleetConfig, policies: &mut [GatePolicy], record: FleetRecord)
                 admitted: gs.admitted,
                 completed: gs.cleared,
                 retried: 0.0,
+                failed: 0.0,
                 latency_total: gs.latency,
                 wait_total: gs.wait,
                 oldest_wait: if mu_now > 0.0 { (gs.q - busy_now).max(0.0) / mu_now } else { 0.0 },

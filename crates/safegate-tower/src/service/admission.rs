@@ -10,6 +10,7 @@ use super::future::ResponseFuture;
 use super::permit::{wait_for_slot, Permit, WaitGuard};
 use super::Snapshot;
 use crate::classify::{Classify, SingleClass};
+use crate::outcome::{ClassifyOutcome, ErrIsFailure};
 use crate::reason::Reason;
 use crate::shared::owner::Slot;
 use crate::shared::slots::{self, Offer};
@@ -20,17 +21,33 @@ use crate::BoxError;
 ///
 /// `poll_ready` only asks the inner service; capacity is taken in `call` and held by the
 /// response future, so a connection that polls readiness and never sends holds nothing,
-/// and a dropped (cancelled) response future frees its slot at once.
+/// and a dropped (cancelled) response future frees its slot at once. `C` gives a
+/// request's priority class ([`Classify`]), `K` judges its result ([`ClassifyOutcome`]).
+///
+/// ```
+/// use std::convert::Infallible;
+/// use safegate_tower::AdmissionLayer;
+/// use tower::{service_fn, Layer, ServiceExt};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let layer = AdmissionLayer::builder().build().unwrap();
+/// let svc = layer.layer(service_fn(|x: u32| async move { Ok::<_, Infallible>(x + 1) }));
+/// assert_eq!(svc.clone().oneshot(1).await.unwrap(), 2);
+/// assert_eq!(svc.snapshot().completed, 1);
+/// # }
+/// ```
 #[derive(Debug, Clone)]
-pub struct Admission<S, C = SingleClass> {
+pub struct Admission<S, C = SingleClass, K = ErrIsFailure> {
     inner: S,
     shared: Arc<Owner<Shared>>,
     classify: C,
+    outcome: K,
 }
 
-impl<S, C> Admission<S, C> {
-    pub(super) fn new(inner: S, shared: Arc<Owner<Shared>>, classify: C) -> Self {
-        Admission { inner, shared, classify }
+impl<S, C, K> Admission<S, C, K> {
+    pub(super) fn new(inner: S, shared: Arc<Owner<Shared>>, classify: C, outcome: K) -> Self {
+        Admission { inner, shared, classify, outcome }
     }
 
     /// What the layer has seen and decided so far (shared by all clones).
@@ -42,17 +59,28 @@ impl<S, C> Admission<S, C> {
     pub fn get_ref(&self) -> &S {
         &self.inner
     }
+
+    /// The wrapped service, mutably.
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.inner
+    }
+
+    /// The wrapped service, taken out of the layer.
+    pub fn into_inner(self) -> S {
+        self.inner
+    }
 }
 
-impl<S, C, Req> Service<Req> for Admission<S, C>
+impl<S, C, K, Req> Service<Req> for Admission<S, C, K>
 where
     S: Service<Req> + Clone,
     S::Error: Into<BoxError>,
     C: Classify<Req>,
+    K: ClassifyOutcome<S::Response, S::Error> + Clone,
 {
     type Response = S::Response;
     type Error = BoxError;
-    type Future = ResponseFuture<S::Future, S, Req>;
+    type Future = ResponseFuture<S::Future, S, Req, K>;
 
     #[inline]
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
@@ -119,24 +147,29 @@ where
                 let guard = WaitGuard(self.shared.clone());
                 let ready = self.inner.clone();
                 let svc = std::mem::replace(&mut self.inner, ready);
-                return ResponseFuture::waiting(wait_for_slot(guard, class, raw, deadline), svc, req);
+                return ResponseFuture::waiting(
+                    wait_for_slot(guard, class, raw, deadline),
+                    svc,
+                    req,
+                    self.outcome.clone(),
+                );
             }
             sh.waiting.0.fetch_sub(1, Ordering::SeqCst);
         }
         cs.rejected[reason].fetch_add(1, Ordering::Relaxed);
-        ResponseFuture::rejected(sh.overloaded(reason, class))
+        ResponseFuture::rejected(sh.overloaded(reason, class), self.outcome.clone())
     }
 }
 
-impl<S, C> Admission<S, C> {
+impl<S, C, K: Clone> Admission<S, C, K> {
     /// Call the inner service under `slot`, just taken in the gate word.
     #[inline]
-    fn run<Req>(&mut self, slot: Slot<Shared>, start_raw: Option<u64>, req: Req) -> ResponseFuture<S::Future, S, Req>
+    fn run<Req>(&mut self, slot: Slot<Shared>, start_raw: Option<u64>, req: Req) -> ResponseFuture<S::Future, S, Req, K>
     where
         S: Service<Req>,
     {
         let permit = Permit::new(slot, &self.shared, start_raw);
-        ResponseFuture::running(self.inner.call(req), permit)
+        ResponseFuture::running(self.inner.call(req), permit, self.outcome.clone())
     }
 }
 
@@ -146,7 +179,7 @@ impl<S, C> Admission<S, C> {
 fn decide(sh: &Shared, now_ns: u64) {
     let Some(report) = sh.decide(now_ns) else { return };
     #[cfg(feature = "metrics")]
-    crate::metrics::publish(&sh.latency, &report);
+    crate::metrics::publish(&sh.latency, &sh.settings.name, &report);
     #[cfg(not(feature = "metrics"))]
     drop(report);
 }

@@ -10,14 +10,17 @@ use tower_service::Service;
 
 use super::permit::{Outcome, Permit, WaitFuture};
 use crate::error::Overloaded;
+use crate::outcome::{ClassifyOutcome, ErrIsFailure, Verdict};
 use crate::BoxError;
 
 pin_project! {
     /// The response future of [`Admission`](crate::Admission): a rejection, a wait in the
-    /// queue, or the inner future holding its permit.
-    pub struct ResponseFuture<F, S, Req> {
+    /// queue, or the inner future holding its permit. `K` judges the finished request
+    /// ([`ClassifyOutcome`]).
+    pub struct ResponseFuture<F, S, Req, K = ErrIsFailure> {
         #[pin]
         state: State<F, S, Req>,
+        outcome: K,
     }
 }
 
@@ -30,40 +33,43 @@ pin_project! {
     }
 }
 
-impl<F, S, Req> ResponseFuture<F, S, Req> {
+impl<F, S, Req, K> ResponseFuture<F, S, Req, K> {
     /// Rejected at once with `err`.
-    pub(super) fn rejected(err: Overloaded) -> Self {
-        ResponseFuture { state: State::Rejected { err: Some(err) } }
+    pub(super) fn rejected(err: Overloaded, outcome: K) -> Self {
+        ResponseFuture { state: State::Rejected { err: Some(err) }, outcome }
     }
 
     /// Waiting for a slot, then calling `svc` with `req`.
-    pub(super) fn waiting(wait: WaitFuture, svc: S, req: Req) -> Self {
-        ResponseFuture { state: State::Waiting { wait, svc: Some(svc), req: Some(req) } }
+    pub(super) fn waiting(wait: WaitFuture, svc: S, req: Req, outcome: K) -> Self {
+        ResponseFuture { state: State::Waiting { wait, svc: Some(svc), req: Some(req) }, outcome }
     }
 
     /// The inner future, under `permit`.
     #[inline]
-    pub(super) fn running(fut: F, permit: Permit) -> Self {
-        ResponseFuture { state: State::Running { fut, permit: Some(permit) } }
+    pub(super) fn running(fut: F, permit: Permit, outcome: K) -> Self {
+        ResponseFuture { state: State::Running { fut, permit: Some(permit) }, outcome }
     }
 }
 
-impl<F, S, Req> std::fmt::Debug for ResponseFuture<F, S, Req> {
+impl<F, S, Req, K> std::fmt::Debug for ResponseFuture<F, S, Req, K> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ResponseFuture")
     }
 }
 
-impl<F, E, T, S, Req> Future for ResponseFuture<F, S, Req>
+impl<F, E, T, S, Req, K> Future for ResponseFuture<F, S, Req, K>
 where
     F: Future<Output = Result<T, E>>,
     E: Into<BoxError>,
     S: Service<Req, Future = F, Response = T, Error = E>,
+    K: ClassifyOutcome<T, E>,
 {
     type Output = Result<T, BoxError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut state = self.project().state;
+        let this = self.project();
+        let mut state = this.state;
+        let judge: &K = this.outcome;
         loop {
             match state.as_mut().project() {
                 StateProj::Rejected { err } => {
@@ -89,7 +95,11 @@ where
                         Poll::Ready(out) => out,
                     };
                     if let Some(mut p) = permit.take() {
-                        p.outcome = if out.is_ok() { Outcome::Ok } else { Outcome::Err };
+                        p.outcome = match judge.verdict(&out) {
+                            Verdict::Success => Outcome::Ok,
+                            Verdict::Failure => Outcome::Err,
+                            Verdict::Ignore => Outcome::Pending,
+                        };
                     }
                     return Poll::Ready(out.map_err(Into::into));
                 }

@@ -40,6 +40,8 @@ pub enum Mode {
 /// The fixed settings of a layer.
 #[derive(Debug, Clone)]
 pub(crate) struct Settings {
+    /// The layer's name: the `layer` label of its metrics.
+    pub(crate) name: String,
     pub(crate) mode: Mode,
     pub(crate) dry_run: bool,
     pub(crate) max_concurrency: u32,
@@ -133,7 +135,7 @@ pub(crate) struct Published {
 /// gives out).
 #[derive(Debug)]
 pub(crate) struct Shared {
-    pub(crate) clock: quanta::Clock,
+    pub(crate) clock: crate::clock::Ticker,
     pub(crate) start_raw: u64,
     pub(crate) settings: Settings,
     pub(crate) published: Padded<Published>,

@@ -248,6 +248,9 @@ impl Shared {
         obs.offered = total_offered as f64;
         obs.admitted = total_offered.saturating_sub(rejected) as f64;
         obs.completed = completed as f64;
+        // What the response classifier called failures (the inner error by default, a 5xx
+        // for HTTP): the limiters read them as drops, `peak` climbs successes.
+        obs.failed = done.errors.load(Ordering::Relaxed) as f64;
         obs.latency_total = c.totals.latency;
         obs.wait_total = c.totals.wait;
 

@@ -203,17 +203,17 @@ fn the_metrics_publish_the_step_report() {
     let (layer, _slot) = layer_with_traffic();
     let owner = &*layer.shared;
     let r = owner.decide(0).unwrap();
-    ::metrics::with_local_recorder(&recorder, || crate::metrics::publish(&owner.latency, &r));
+    ::metrics::with_local_recorder(&recorder, || crate::metrics::publish(&owner.latency, "api", &r));
     let text = handle.render();
     for line in [
-        format!("safegate_limit {}", r.limit),
-        "safegate_in_flight 1".into(),
-        "safegate_decisions_total 1".into(),
-        "safegate_requests_dropped_total 3".into(),
-        "safegate_requests_offered_total{class=\"1\"} 2".into(),
-        "safegate_requests_admitted_total{class=\"1\"} 1".into(),
-        "safegate_requests_rejected_total{class=\"1\",reason=\"barrier\"} 1".into(),
-        "safegate_requests_dry_run_rejected_total{class=\"1\",reason=\"deadline\"} 1".into(),
+        format!("safegate_limit{{layer=\"api\"}} {}", r.limit),
+        "safegate_in_flight{layer=\"api\"} 1".into(),
+        "safegate_decisions_total{layer=\"api\"} 1".into(),
+        "safegate_requests_dropped_total{layer=\"api\"} 3".into(),
+        "safegate_requests_offered_total{layer=\"api\",class=\"1\"} 2".into(),
+        "safegate_requests_admitted_total{layer=\"api\",class=\"1\"} 1".into(),
+        "safegate_requests_rejected_total{layer=\"api\",class=\"1\",reason=\"barrier\"} 1".into(),
+        "safegate_requests_dry_run_rejected_total{layer=\"api\",class=\"1\",reason=\"deadline\"} 1".into(),
     ] {
         assert!(text.lines().any(|l| l == line), "no `{line}` in:\n{text}");
     }

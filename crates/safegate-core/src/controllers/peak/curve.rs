@@ -50,7 +50,7 @@ impl Peak {
 
     pub(super) fn record(&mut self, i: usize, now: f64) {
         let t = self.trial;
-        let rate = t.completed / t.elapsed;
+        let rate = t.good / t.elapsed;
         if !(rate.is_finite() && rate >= 0.0) {
             return;
         }

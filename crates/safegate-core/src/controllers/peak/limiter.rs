@@ -160,7 +160,10 @@ impl Policy for Peak {
             let rejected = w.delta.offered - (obs.admitted - self.admitted0);
             let busy = (w.delta.latency - w.delta.wait).max(0.0);
             self.admitted0 = obs.admitted;
-            self.end_period(w.elapsed, w.delta.completed, busy, rejected, obs);
+            // The curve climbed is of successes: a failure past the knee (a serialization
+            // error, a 5xx) is no throughput (Observation::failed).
+            let good = (w.delta.completed - w.delta.failed).max(0.0);
+            self.end_period(w.elapsed, (w.delta.completed, good), busy, rejected, obs);
         }
         self.cfg.actuator.action(self.limit(), obs)
     }

@@ -26,6 +26,8 @@ pub(super) struct Trial {
     pub(super) periods: u32,
     pub(super) saturated: u32,
     pub(super) completed: f64,
+    /// Of `completed`, the successes (completions less failures): the rate climbed.
+    pub(super) good: f64,
     pub(super) elapsed: f64,
     pub(super) busy: f64,
     pub(super) max_in_flight: f64,
@@ -42,7 +44,14 @@ pub(super) enum Stage {
 
 impl Peak {
     /// One period ended at the observation `obs` with `rejected` requests turned away in it.
-    pub(super) fn end_period(&mut self, elapsed: f64, completed: f64, busy: f64, rejected: f64, obs: &Observation) {
+    pub(super) fn end_period(
+        &mut self,
+        elapsed: f64,
+        (completed, good): (f64, f64),
+        busy: f64,
+        rejected: f64,
+        obs: &Observation,
+    ) {
         let load = std::mem::take(&mut self.load);
         let limit = f64::from(self.limit());
         match self.stage {
@@ -58,13 +67,14 @@ impl Peak {
                 t.periods += 1;
                 t.saturated += u32::from(pressed_most || turned_away);
                 t.completed += completed;
+                t.good += good;
                 t.elapsed += elapsed;
                 t.busy += busy;
                 t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
                 let enough = t.periods >= self.trial_len && t.completed >= self.cfg.min_completions;
                 // A long hold at home ends early when home's rate moves off its record (a
                 // health change): the climb starts probing again at once.
-                let (rate, periods, done) = (t.completed / t.elapsed, t.periods, t.completed);
+                let (rate, periods, done) = (t.good / t.elapsed, t.periods, t.completed);
                 let shifted = self.target == self.home
                     && periods >= self.cfg.trial_periods
                     && done >= self.cfg.min_completions
