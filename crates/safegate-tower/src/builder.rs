@@ -300,6 +300,21 @@ impl<C> Builder<C> {
         self
     }
 
+    /// [`build`](Self::build), as an [`HttpAdmissionLayer`](crate::http::HttpAdmissionLayer):
+    /// rejections are `503` responses with `Retry-After` and a JSON body, `5xx` responses
+    /// count as failures.
+    ///
+    /// ```
+    /// use safegate_tower::AdmissionLayer;
+    ///
+    /// let layer = AdmissionLayer::builder().name("api").max_concurrency(256).build_http().unwrap();
+    /// assert_eq!(layer.snapshot().limit, 256);
+    /// ```
+    #[cfg(feature = "http")]
+    pub fn build_http(self) -> Result<crate::http::HttpAdmissionLayer<C>, BuildError> {
+        self.build().map(crate::http::HttpAdmissionLayer::new)
+    }
+
     /// Check every setting and build the layer.
     pub fn build(self) -> Result<AdmissionLayer<C>, BuildError> {
         let setting =

@@ -75,9 +75,15 @@
 //! See `docs/tower.md` for the modes, priorities, metrics names and the dry run.
 
 mod builder;
+/// The README's examples, compiled and run as doc tests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
 mod classify;
 mod clock;
 mod error;
+#[cfg(feature = "http")]
+pub mod http;
 #[cfg(feature = "metrics")]
 mod metrics;
 mod outcome;

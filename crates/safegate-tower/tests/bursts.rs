@@ -7,7 +7,7 @@
 //! Real time, in process (no sockets); about 10 s on two cores.
 #![cfg(not(loom))]
 
-#[path = "../examples/support/contention.rs"]
+#[path = "support/contention.rs"]
 mod contention;
 
 use std::sync::{Arc, Mutex};

@@ -5,7 +5,7 @@
 //! atomics work only inside a loom model.
 #![cfg(not(loom))]
 
-#[path = "../examples/support/contention.rs"]
+#[path = "support/contention.rs"]
 mod contention;
 
 use std::time::Duration;

@@ -88,7 +88,20 @@ where
         self.inner.poll_ready(cx).map_err(Into::into)
     }
 
+    #[inline]
     fn call(&mut self, req: Req) -> Self::Future {
+        self.call_typed(req)
+    }
+}
+
+impl<S, C, K> Admission<S, C, K> {
+    /// `call`, for any inner error type: the [`http`](crate::http) service keeps it.
+    pub(crate) fn call_typed<Req>(&mut self, req: Req) -> ResponseFuture<S::Future, S, Req, K>
+    where
+        S: Service<Req> + Clone,
+        C: Classify<Req>,
+        K: Clone,
+    {
         let owner = &*self.shared;
         let sh: &Shared = owner;
         let classes = sh.classes.len();

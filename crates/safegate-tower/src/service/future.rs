@@ -57,16 +57,17 @@ impl<F, S, Req, K> std::fmt::Debug for ResponseFuture<F, S, Req, K> {
     }
 }
 
-impl<F, E, T, S, Req, K> Future for ResponseFuture<F, S, Req, K>
+impl<F, E, T, S, Req, K> ResponseFuture<F, S, Req, K>
 where
     F: Future<Output = Result<T, E>>,
-    E: Into<BoxError>,
     S: Service<Req, Future = F, Response = T, Error = E>,
     K: ClassifyOutcome<T, E>,
 {
-    type Output = Result<T, BoxError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+    /// The result with its types kept: `Err(Overloaded)` for a rejection (at once or at
+    /// the queue's deadline), `Ok` with the inner service's own result otherwise. The
+    /// `Future` impl boxes it; the [`http`](crate::http) and `grpc` services turn the
+    /// rejection into a response.
+    pub(crate) fn poll_typed(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Result<Result<T, E>, Overloaded>> {
         let this = self.project();
         let mut state = this.state;
         let judge: &K = this.outcome;
@@ -74,12 +75,12 @@ where
             match state.as_mut().project() {
                 StateProj::Rejected { err } => {
                     let e = err.take().expect("ResponseFuture polled after completion");
-                    return Poll::Ready(Err(Box::new(e)));
+                    return Poll::Ready(Err(e));
                 }
                 StateProj::Waiting { wait, svc, req } => {
                     let permit = match wait.as_mut().poll(cx) {
                         Poll::Pending => return Poll::Pending,
-                        Poll::Ready(Err(e)) => return Poll::Ready(Err(Box::new(e))),
+                        Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
                         Poll::Ready(Ok(p)) => p,
                     };
                     let (mut svc, req) = match (svc.take(), req.take()) {
@@ -101,9 +102,27 @@ where
                             Verdict::Ignore => Outcome::Pending,
                         };
                     }
-                    return Poll::Ready(out.map_err(Into::into));
+                    return Poll::Ready(Ok(out));
                 }
             }
         }
+    }
+}
+
+impl<F, E, T, S, Req, K> Future for ResponseFuture<F, S, Req, K>
+where
+    F: Future<Output = Result<T, E>>,
+    E: Into<BoxError>,
+    S: Service<Req, Future = F, Response = T, Error = E>,
+    K: ClassifyOutcome<T, E>,
+{
+    type Output = Result<T, BoxError>;
+
+    #[inline]
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        self.poll_typed(cx).map(|r| match r {
+            Ok(out) => out.map_err(Into::into),
+            Err(o) => Err(Box::new(o) as BoxError),
+        })
     }
 }

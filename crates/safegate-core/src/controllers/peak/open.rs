@@ -21,6 +21,12 @@
 //! maximum with the service time still at its floor ends the opening there (a fast
 //! service: the climb keeps the limit out of the way).
 //!
+//! Failures end it the same way: a backend that answers past its knee with errors (a
+//! database out of connections, a `5xx`) instead of slowly is past its knee when the share
+//! of failed completions ([`Observation::failed`]) rises more than [`FAIL_RISE`] above the
+//! lowest share seen, two decisions in a row. A steady share of failures at every level (a
+//! client's bad requests judged as failures) moves nothing.
+//!
 //! It overshoots the knee by at most one doubling, for about one round trip, and it asks
 //! for decisions every [`OPEN_CADENCE`] of the period
 //! ([`Policy::next_decision_within`](crate::Policy::next_decision_within)), so a fast
@@ -36,6 +42,10 @@ use crate::policy::Observation;
 /// `n ∈ (C, 2C]` take `(n/C)²` times the floor, so a doubling past the knee lifts the mean
 /// by more than half; a queue past `W` workers, by the wait of the extra requests.
 const RISE: f64 = 0.5;
+
+/// The share of failed completions may rise by this much above the lowest share seen
+/// before the opening ends (see the module docs).
+const FAIL_RISE: f64 = 0.1;
 
 /// Decisions in the opening come this share of the period apart (when the actuator can
 /// decide that often: the tower layer does, the simulators decide every step anyway).
@@ -54,8 +64,12 @@ pub(super) struct Opening {
     pressed: bool,
     /// Completions when the limit last doubled.
     done_at_raise: f64,
-    /// The last decision that saw completions saw the service time risen.
+    /// The last decision that saw completions saw the service time (or the failures) risen.
     rising: bool,
+    /// The lowest share of failed completions seen between two decisions (∞ before).
+    fail_floor: f64,
+    /// Failures at the last decision that saw completions.
+    failed: f64,
     /// The counters at the last decision that saw completions: completed, busy time
     /// (latency − wait), offered, admitted.
     completed: f64,
@@ -73,6 +87,8 @@ impl Opening {
             pressed: false,
             done_at_raise: f64::NAN,
             rising: false,
+            fail_floor: f64::INFINITY,
+            failed: f64::NAN,
             completed: f64::NAN,
             busy: f64::NAN,
             offered: f64::NAN,
@@ -89,6 +105,7 @@ impl Peak {
         let busy = obs.latency_total - obs.wait_total;
         if o.completed.is_nan() {
             (o.completed, o.busy, o.offered, o.admitted) = (obs.completed, busy, obs.offered, obs.admitted);
+            o.failed = obs.failed;
             o.raised_at = obs.now;
             o.done_at_raise = obs.completed;
         }
@@ -105,9 +122,13 @@ impl Peak {
             self.open = Some(o);
             return;
         }
+        let fail_share = ((obs.failed - o.failed) / done).clamp(0.0, 1.0);
         o.completed = obs.completed;
         o.busy = busy;
-        let risen = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        o.failed = obs.failed;
+        let slower = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        let failing = o.fail_floor.is_finite() && fail_share > o.fail_floor + FAIL_RISE;
+        let risen = slower || failing;
         // Two decisions in a row: a past-the-knee rise persists (the slow requests keep
         // coming back), a scheduler's hiccup on a fast service does not.
         let rose = risen && o.rising;
@@ -123,6 +144,7 @@ impl Peak {
             return self.end_opening(home);
         }
         o.floor = o.floor.min(service);
+        o.fail_floor = o.fail_floor.min(fail_share);
         // One round trip at this level, the load pressing it, the service at its floor; and
         // two windows of completions since the limit doubled, so that the requests that
         // entered at the new level (the slowest, past a knee) are among those measured.

@@ -1,4 +1,4 @@
-//! Shared by the axum example, the load client and the end-to-end test: a handler whose
+//! Shared by the end-to-end and burst tests: a handler whose
 //! service time grows like the seed's pool past a concurrency `C` (the model's `(C/n)²`
 //! slowdown, crates/safegate-sim/src/model.rs), the router with and without the layer, and
 //! an open-loop HTTP/1.1 load generator over loopback.
@@ -9,13 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::error_handling::HandleErrorLayer;
-use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use safegate_tower::{AdmissionLayer, BoxError, Overloaded};
+use safegate_tower::http::HttpAdmissionLayer;
+use safegate_tower::AdmissionLayer;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tower::ServiceBuilder;
 
 /// The contended handler: with `n` requests in it, each takes `base · max(1, (n/C)²)`, so
 /// throughput `n / time` peaks at `C / base` with `n = C` and falls as `C² / (base · n)`
@@ -59,20 +57,12 @@ impl Contended {
     }
 }
 
-/// `Overloaded` → `503` + `Retry-After`; any other error → `500`.
-pub async fn overloaded_to_503(err: BoxError) -> Response {
-    match err.downcast_ref::<Overloaded>() {
-        Some(o) => o.to_response::<axum::body::Body>(),
-        None => (axum::http::StatusCode::INTERNAL_SERVER_ERROR, err.to_string()).into_response(),
-    }
-}
-
 /// The router: `/` is the contended handler, under `layer` if given.
 pub fn router(handler: Contended, layer: Option<AdmissionLayer>) -> Router {
     let h = handler.clone();
     let app = Router::new().route("/", get(move || async move { h.handle().await }));
     match layer {
-        Some(layer) => app.layer(ServiceBuilder::new().layer(HandleErrorLayer::new(overloaded_to_503)).layer(layer)),
+        Some(layer) => app.layer(HttpAdmissionLayer::new(layer)),
         None => app,
     }
 }
