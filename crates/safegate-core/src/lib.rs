@@ -55,6 +55,11 @@ pub use error::RangeError;
 pub use gate::{Open, SeedGate};
 pub use policy::{Action, Observation, Policy};
 
+/// The README's example, compiled and run as a doc test (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+struct ReadmeDoctests;
+
 /// `x.is_finite()`, written so the compiler keeps it a floating-point compare.
 ///
 /// LLVM turns `is_finite` (and `x < ∞` next to another test) into an integer

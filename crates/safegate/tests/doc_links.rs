@@ -537,7 +537,7 @@ fn the_checker_reports_broken_links() {
         &format!(
             "# R\n\n\
              [ok](docs/a.md#chance-constraints) [ok](BENCHMARKS.md#the-filter-issue-4) [ok](#r) [ok](docs/)\n\
-             [ext](https://example.invalid/x) \n\
+             [ext](https://example.com/x) \n\
              [missing file](docs/nope.md)\n\
              [missing anchor](docs/a.md#chance)\n\
              [outside](../elsewhere/x.md)\n\

@@ -197,7 +197,7 @@ impl<N: Policy> SafetyFilter<N> {
         let mut best: Option<(u32, f64)> = None;
         for n in 1..=ci.executors {
             if let Some(mu) = self.predict_service(n, queue, busy_now, s_hat, health, &ci) {
-                if best.map_or(true, |(_, b)| mu > b + 1e-9) {
+                if best.is_none_or(|(_, b)| mu > b + 1e-9) {
                     best = Some((n, mu));
                 }
             }

@@ -117,7 +117,7 @@ pub(super) fn stuck_limit(tel: &Telemetry, offered: Option<&[f64]>) -> Finding {
         }
         // (At least 100 samples: a short stretch at a bound is what a limit does.)
         let stuck = e + 1 - s >= 100 && ((share >= 0.2 && !changed.is_empty()) || (!compared && share >= 0.5));
-        if stuck && worst.as_ref().map_or(true, |w| share > w.0) {
+        if stuck && worst.as_ref().is_none_or(|w| share > w.0) {
             worst = Some((share, which, value, changed.join(", ")));
         }
     }
@@ -244,7 +244,7 @@ pub(super) fn oscillation(tel: &Telemetry) -> Finding {
             acf_peak(&detrend(c, w), w / 2)
                 .is_some_and(|(l, a)| a >= 0.3 && (l as f64 - lag as f64).abs() <= 0.15 * lag as f64)
         });
-        if best.map_or(true, |b| a > b.0) {
+        if best.is_none_or(|b| a > b.0) {
             best = Some((a, lag, sd, follows));
         }
     }

@@ -198,7 +198,7 @@ pub(super) fn parse(source: &str, text: &str) -> Result<Telemetry, TelemetryErro
         for nm in wanted {
             let Some(&id) = names.get(nm) else { continue };
             let col = &mut values[id];
-            if let Some(i) = (0..n).find(|&i| col.get(i).map_or(true, |x| x.is_nan())) {
+            if let Some(i) = (0..n).find(|&i| col.get(i).is_none_or(|x| x.is_nan())) {
                 return Err(err(Some(lines[i]), format!("this scrape has no `{nm}` (others do)")));
             }
             let v = if *nm == LAT_COUNT { col.clone() } else { std::mem::take(col) };

@@ -106,7 +106,7 @@ pub(super) fn longest_run_at(v: &[f64], value: f64) -> Option<(usize, usize)> {
         match (at, start) {
             (true, None) => start = Some(i),
             (false, Some(s)) => {
-                if best.map_or(true, |(a, b)| i - 1 - s > b - a) {
+                if best.is_none_or(|(a, b)| i - 1 - s > b - a) {
                     best = Some((s, i - 1));
                 }
                 start = None;

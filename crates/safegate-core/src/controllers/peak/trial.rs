@@ -56,7 +56,7 @@ impl Peak {
         let limit = f64::from(self.limit());
         match self.stage {
             Stage::Settle(waited) => {
-                let down = self.cfg.actuator.in_flight(obs).map_or(true, |v| v <= limit);
+                let down = self.cfg.actuator.in_flight(obs).is_none_or(|v| v <= limit);
                 self.stage =
                     if down || waited + 1 >= MAX_SETTLE_PERIODS { Stage::Measure } else { Stage::Settle(waited + 1) };
             }

@@ -82,7 +82,7 @@ fn phi_at_one_two_three_sd() {
 
 #[test]
 fn the_floor_and_the_pause_apply() {
-    let d = fed(PhiConfig::default(), std::iter::repeat(1.0).take(50));
+    let d = fed(PhiConfig::default(), std::iter::repeat_n(1.0, 50));
     assert_eq!(d.law(), (4.0, 0.1));
     let delay = d.detection_delay();
     assert!((delay - (4.0 + 0.1 * score_of_phi(8.0))).abs() < 1e-12);
@@ -113,7 +113,7 @@ fn empty_and_single_sample_windows_never_panic() {
 
 #[test]
 fn bad_times_are_handled() {
-    let mut d = fed(PhiConfig::default(), std::iter::repeat(1.0).take(10));
+    let mut d = fed(PhiConfig::default(), std::iter::repeat_n(1.0, 10));
     let last = d.last_heartbeat().unwrap();
     d.heartbeat(f64::NAN);
     d.heartbeat(f64::INFINITY);

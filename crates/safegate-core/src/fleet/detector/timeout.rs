@@ -26,7 +26,7 @@ impl Timeout {
 
 impl FailureDetector for Timeout {
     fn heartbeat(&mut self, now: f64) {
-        if crate::finite(now) && self.last.map_or(true, |l| now >= l) {
+        if crate::finite(now) && self.last.is_none_or(|l| now >= l) {
             self.last = Some(now);
         }
     }
