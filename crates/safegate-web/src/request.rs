@@ -94,9 +94,9 @@ pub(crate) fn from_toml(body: &str) -> Result<RunRequest, ApiError> {
 }
 
 /// `Some("empty")` or `Some("empty: comments only")` when the scenario text `text` has no
-/// table and no key: it would run every default in silence. `safegate run` refuses an empty
-/// file ("the file is empty"); a text sent to the API is refused as well when it has only
-/// comments, since nothing in it says which scenario was meant. Every line of a TOML text
+/// table and no key: it would run every default in silence, and nothing in it says which
+/// scenario was meant. `safegate run` refuses the same files ("the file is empty", "the
+/// file is only comments": `safegate_sim::scenario::read`). Every line of a TOML text
 /// that is neither blank nor a comment is a table header or a key (or a syntax error the
 /// parser reports), so the check is line by line.
 fn no_table_or_key(text: &str) -> Option<&'static str> {

@@ -170,6 +170,16 @@ fn flags_and_files_that_would_run_on_nothing_are_errors() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // A file of comments only ran every default too, where `serve` refused it.
+    let comments = dir.join("comments.toml");
+    std::fs::write(&comments, "# band-80, I meant\n\n  # (nothing else)\n").unwrap();
+    let out = safegate(&["run", comments.to_str().unwrap(), "--no-svg"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the file is only comments"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // `bound --steps 0` gave a probability over no step.
     let out = safegate(&["bound", "--h0", "0.3", "--sigma", "0.1", "--delta", "0.1", "--steps", "0"]);
     assert_eq!(out.status.code(), Some(2));

@@ -154,20 +154,26 @@ impl Scenario {
     }
 }
 
-/// A scenario-like file read with the size bound of configuration files; an empty file
-/// is refused (it would run every default in silence).
+/// A scenario-like file read with the size bound of configuration files; an empty file,
+/// or one of comments only, is refused (it would run every default in silence, and
+/// nothing in it says which scenario was meant; `serve`'s API refuses the same texts).
 pub fn read(path: &Path) -> Result<String, ScenarioError> {
     let text = crate::input::read_text(path, crate::input::MAX_CONFIG_BYTES)
         .map_err(|source| ScenarioError::Io { path: path.to_path_buf(), source })?;
-    // An empty file (a truncated copy, `> file` by mistake) would run every default
-    // silently; a file of comments only is still a file the user wrote, and runs them.
-    if text.trim().is_empty() {
-        return Err(ScenarioError::Parse {
-            origin: path.display().to_string(),
-            message: "the file is empty (a scenario, fleet or boundary file needs at least one table or key)".into(),
-        });
-    }
-    Ok(text)
+    // Every line of a TOML text that is neither blank nor a comment is a table header or
+    // a key (or a syntax error the parser reports), so the check is line by line.
+    let mut lines = text.trim_start_matches('\u{feff}').lines().map(str::trim).filter(|l| !l.is_empty()).peekable();
+    let what = if lines.peek().is_none() {
+        "empty"
+    } else if lines.all(|l| l.starts_with('#')) {
+        "only comments"
+    } else {
+        return Ok(text);
+    };
+    Err(ScenarioError::Parse {
+        origin: path.display().to_string(),
+        message: format!("the file is {what} (a scenario, fleet or boundary file needs at least one table or key)"),
+    })
 }
 
 /// Read and parse a boundary file ([`Boundary::from_toml`]), with the same error messages
