@@ -46,8 +46,11 @@ impl Drop for Server {
     }
 }
 
-/// One `GET /`: status, headers (lower-cased names) and body.
-fn get(addr: SocketAddr) -> std::io::Result<(u16, Vec<(String, String)>, String)> {
+/// An HTTP answer: status, headers (lower-cased names) and body.
+type Answer = (u16, Vec<(String, String)>, String);
+
+/// One `GET /`.
+fn get(addr: SocketAddr) -> std::io::Result<Answer> {
     let mut s = TcpStream::connect(addr)?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     s.write_all(b"GET / HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")?;
