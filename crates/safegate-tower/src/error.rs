@@ -96,3 +96,50 @@ pub enum BuildError {
     #[error("{0}")]
     Setting(safegate_core::RangeError),
 }
+
+/// gRPC: a rejection as `UNAVAILABLE` (code 14) with the server's retry pushback.
+///
+/// Why `UNAVAILABLE` and not `RESOURCE_EXHAUSTED`: gRPC's status-code guide calls
+/// `UNAVAILABLE` "most likely a transient condition, which can be corrected by retrying
+/// with a backoff" — what a shed request is — while `RESOURCE_EXHAUSTED` is for an
+/// exhausted quota or per-user resource, and clients' default retry policies do not retry
+/// it. The message is the rejection's [`Display`](fmt::Display) (reason and class); the
+/// metadata carries the hint twice:
+///
+/// - `grpc-retry-pushback-ms`: [`retry_after`](Overloaded::retry_after) in whole
+///   milliseconds (rounded up, at least 1), the server pushback of gRPC's retry design
+///   (A6), which a client with a retry policy waits before its next attempt;
+/// - `retry-after`: [`retry_after_secs`](Overloaded::retry_after_secs), as on HTTP;
+/// - `x-safegate-reject`: the [`Reason`], as on HTTP.
+///
+/// ```
+/// use std::time::Duration;
+/// use safegate_tower::{Overloaded, Reason};
+///
+/// let o = Overloaded { reason: Reason::Limit, retry_after: Duration::from_millis(1500), class: 0 };
+/// let status = tonic::Status::from(o);
+/// assert_eq!(status.code(), tonic::Code::Unavailable);
+/// assert!(status.message().contains("limit") && status.message().contains("class 0"));
+/// assert_eq!(status.metadata().get("grpc-retry-pushback-ms").unwrap(), "1500");
+/// assert_eq!(status.metadata().get("retry-after").unwrap(), "2");
+/// ```
+#[cfg(feature = "tonic")]
+impl From<Overloaded> for tonic::Status {
+    fn from(o: Overloaded) -> Self {
+        let mut status = tonic::Status::unavailable(o.to_string());
+        let md = status.metadata_mut();
+        md.insert("grpc-retry-pushback-ms", tonic::metadata::MetadataValue::from(o.retry_after_ms()));
+        md.insert("retry-after", tonic::metadata::MetadataValue::from(o.retry_after_secs()));
+        md.insert("x-safegate-reject", tonic::metadata::MetadataValue::from_static(o.reason.as_str()));
+        status
+    }
+}
+
+#[cfg(feature = "tonic")]
+impl Overloaded {
+    /// The hint in whole milliseconds, rounded up, at least 1 (`grpc-retry-pushback-ms`).
+    fn retry_after_ms(&self) -> u64 {
+        let ms = self.retry_after.as_nanos().div_ceil(1_000_000);
+        u64::try_from(ms).unwrap_or(u64::MAX).max(1)
+    }
+}

@@ -82,6 +82,8 @@ struct ReadmeDoctests;
 mod classify;
 mod clock;
 mod error;
+#[cfg(feature = "tonic")]
+pub mod grpc;
 #[cfg(feature = "http")]
 pub mod http;
 #[cfg(feature = "metrics")]
