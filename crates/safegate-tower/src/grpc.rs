@@ -1,6 +1,6 @@
 //! gRPC services: a layer whose rejections are already gRPC responses.
 //!
-//! [`GrpcAdmission`] is [`Admission`] for the `http::Request → http::Response` services a
+//! [`GrpcAdmission`] is [`Admission`](crate::Admission) for the `http::Request → http::Response` services a
 //! gRPC server is made of (tonic's `Routes`, a hand-written service, a hyper service
 //! speaking gRPC): a rejected request is answered by the layer itself with a
 //! *trailers-only* gRPC response — HTTP `200`, `content-type: application/grpc`,
@@ -35,18 +35,10 @@
 //!
 //! `examples/tonic_server.rs` is a whole server, with a hand-written service.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
-
-use pin_project_lite::pin_project;
-use tower_layer::Layer;
-use tower_service::Service;
-
-use crate::classify::{Classify, SingleClass};
-use crate::outcome::{ClassifyOutcome, Verdict};
-use crate::service::{Admission, AdmissionLayer, ResponseFuture, Snapshot};
-use crate::{BuildError, Overloaded};
+use crate::answer::{Answer, Answering, AnsweringFuture, AnsweringLayer};
+use crate::classify::SingleClass;
+use crate::service::AdmissionLayer;
+use crate::{BuildError, ClassifyOutcome, Overloaded, Verdict};
 
 /// A layer with the defaults (`peak` under the default boundary, reject mode, at most 100
 /// requests in service, one class), answering rejections with `UNAVAILABLE`.
@@ -59,7 +51,20 @@ pub fn layer() -> Result<GrpcAdmissionLayer, BuildError> {
     Ok(GrpcAdmissionLayer::new(crate::Builder::new().build()?))
 }
 
-/// An [`AdmissionLayer`] for gRPC services: see the [module docs](self).
+/// The gRPC [`Answer`]: [`Overloaded::to_grpc_response`], a
+/// trailers-only `UNAVAILABLE` with the retry pushback.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TrailersOnly;
+
+impl<B: Default> Answer<B> for TrailersOnly {
+    #[inline]
+    fn answer(&self, o: &Overloaded) -> ::http::Response<B> {
+        o.to_grpc_response()
+    }
+}
+
+/// An [`AdmissionLayer`] for gRPC services: see the [module docs](self). Its methods are
+/// [`AnsweringLayer`]'s.
 ///
 /// ```
 /// use safegate_tower::{grpc::GrpcAdmissionLayer, AdmissionLayer};
@@ -68,12 +73,9 @@ pub fn layer() -> Result<GrpcAdmissionLayer, BuildError> {
 /// let grpc = GrpcAdmissionLayer::new(layer);
 /// assert_eq!((grpc.name(), grpc.snapshot().limit), ("rpc", 32));
 /// ```
-#[derive(Debug, Clone)]
-pub struct GrpcAdmissionLayer<C = SingleClass, K = GrpcErrorIsFailure> {
-    inner: AdmissionLayer<C, K>,
-}
+pub type GrpcAdmissionLayer<C = SingleClass, K = GrpcErrorIsFailure> = AnsweringLayer<C, K, TrailersOnly>;
 
-impl<C, K> GrpcAdmissionLayer<C, K> {
+impl<C, K> AnsweringLayer<C, K, TrailersOnly> {
     /// The gRPC form of `layer` (the same shared state), judging finished requests with
     /// [`GrpcErrorIsFailure`]; keep another judge with [`with_outcome`](Self::with_outcome).
     ///
@@ -86,64 +88,11 @@ impl<C, K> GrpcAdmissionLayer<C, K> {
     /// assert_eq!(grpc.snapshot(), layer.snapshot());
     /// ```
     pub fn new(layer: AdmissionLayer<C, K>) -> GrpcAdmissionLayer<C, GrpcErrorIsFailure> {
-        GrpcAdmissionLayer { inner: layer.with_outcome(GrpcErrorIsFailure) }
-    }
-
-    /// The same layer with another response classifier.
-    ///
-    /// ```
-    /// use safegate_tower::{grpc, ServerErrorIsFailure};
-    ///
-    /// // Count HTTP `5xx` answers (a proxy's) as failures, and nothing else.
-    /// let layer = grpc::layer().unwrap().with_outcome(ServerErrorIsFailure);
-    /// # drop(layer);
-    /// ```
-    pub fn with_outcome<K2>(self, outcome: K2) -> GrpcAdmissionLayer<C, K2> {
-        GrpcAdmissionLayer { inner: self.inner.with_outcome(outcome) }
-    }
-
-    /// What the layer has seen and decided so far.
-    ///
-    /// ```
-    /// let layer = safegate_tower::grpc::layer().unwrap();
-    /// assert_eq!(layer.snapshot().in_flight, 0);
-    /// ```
-    pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshot()
-    }
-
-    /// The layer's name: the `layer` label of its metrics.
-    ///
-    /// ```
-    /// use safegate_tower::{grpc::GrpcAdmissionLayer, AdmissionLayer};
-    ///
-    /// let layer = GrpcAdmissionLayer::new(AdmissionLayer::builder().name("rpc").build().unwrap());
-    /// assert_eq!(layer.name(), "rpc");
-    /// ```
-    pub fn name(&self) -> &str {
-        self.inner.name()
-    }
-
-    /// The admission layer underneath (its rejections are errors, not responses).
-    ///
-    /// ```
-    /// let layer = safegate_tower::grpc::layer().unwrap().into_inner();
-    /// assert_eq!(layer.snapshot().limit, 100);
-    /// ```
-    pub fn into_inner(self) -> AdmissionLayer<C, K> {
-        self.inner
+        AnsweringLayer::from_parts(layer, GrpcErrorIsFailure, TrailersOnly)
     }
 }
 
-impl<S, C: Clone, K: Clone> Layer<S> for GrpcAdmissionLayer<C, K> {
-    type Service = GrpcAdmission<S, C, K>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        GrpcAdmission { inner: self.inner.layer(inner) }
-    }
-}
-
-/// [`Admission`] for gRPC services: a rejection is a trailers-only `UNAVAILABLE` response,
+/// [`Admission`](crate::Admission) for gRPC services: a rejection is a trailers-only `UNAVAILABLE` response,
 /// the error is the inner service's (see the [module docs](self)).
 ///
 /// ```
@@ -170,128 +119,11 @@ impl<S, C: Clone, K: Clone> Layer<S> for GrpcAdmissionLayer<C, K> {
 /// assert!(busy.await.unwrap().headers().get("grpc-status").is_none());
 /// # }
 /// ```
-#[derive(Debug, Clone)]
-pub struct GrpcAdmission<S, C = SingleClass, K = GrpcErrorIsFailure> {
-    inner: Admission<S, C, K>,
-}
+pub type GrpcAdmission<S, C = SingleClass, K = GrpcErrorIsFailure> = Answering<S, C, K, TrailersOnly>;
 
-impl<S, C, K> GrpcAdmission<S, C, K> {
-    /// What the layer has seen and decided so far (shared by all clones).
-    ///
-    /// ```
-    /// use tower::{service_fn, Layer};
-    ///
-    /// let svc = safegate_tower::grpc::layer().unwrap().layer(service_fn(|_: http::Request<()>| async {
-    ///     Ok::<_, std::convert::Infallible>(http::Response::new(()))
-    /// }));
-    /// assert_eq!(svc.snapshot().completed, 0);
-    /// ```
-    pub fn snapshot(&self) -> Snapshot {
-        self.inner.snapshot()
-    }
-
-    /// The wrapped service.
-    ///
-    /// ```
-    /// use tower::Layer;
-    ///
-    /// let svc = safegate_tower::grpc::layer().unwrap().layer(7_u32);
-    /// assert_eq!(*svc.get_ref(), 7);
-    /// ```
-    pub fn get_ref(&self) -> &S {
-        self.inner.get_ref()
-    }
-
-    /// The wrapped service, mutably.
-    ///
-    /// ```
-    /// use tower::Layer;
-    ///
-    /// let mut svc = safegate_tower::grpc::layer().unwrap().layer(7_u32);
-    /// *svc.get_mut() += 1;
-    /// assert_eq!(*svc.get_ref(), 8);
-    /// ```
-    pub fn get_mut(&mut self) -> &mut S {
-        self.inner.get_mut()
-    }
-
-    /// The wrapped service, taken out of the layer.
-    ///
-    /// ```
-    /// use tower::Layer;
-    ///
-    /// let svc = safegate_tower::grpc::layer().unwrap().layer(7_u32);
-    /// assert_eq!(svc.into_inner(), 7);
-    /// ```
-    pub fn into_inner(self) -> S {
-        self.inner.into_inner()
-    }
-}
-
-impl<S, C, K, ReqB, ResB> Service<::http::Request<ReqB>> for GrpcAdmission<S, C, K>
-where
-    S: Service<::http::Request<ReqB>, Response = ::http::Response<ResB>> + Clone,
-    C: Classify<::http::Request<ReqB>>,
-    K: ClassifyOutcome<::http::Response<ResB>, S::Error> + Clone,
-    ResB: Default,
-{
-    type Response = ::http::Response<ResB>;
-    type Error = S::Error;
-    type Future = GrpcResponseFuture<S::Future, S, ::http::Request<ReqB>, K>;
-
-    #[inline]
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.inner.get_mut().poll_ready(cx)
-    }
-
-    #[inline]
-    fn call(&mut self, req: ::http::Request<ReqB>) -> Self::Future {
-        GrpcResponseFuture { inner: self.inner.call_typed(req) }
-    }
-}
-
-pin_project! {
-    /// The response future of [`GrpcAdmission`]: the inner service's result, or a
-    /// trailers-only `UNAVAILABLE`.
-    ///
-    /// ```
-    /// use safegate_tower::grpc::{GrpcAdmission, GrpcResponseFuture};
-    /// use tower::Service;
-    ///
-    /// // The future a `GrpcAdmission` over `S` returns for an `http::Request<B>`.
-    /// type Fut<S, B> = <GrpcAdmission<S> as Service<http::Request<B>>>::Future;
-    /// # fn _f<S, B>(_: Fut<S, B>) where GrpcAdmission<S>: Service<http::Request<B>> {}
-    /// # let _: Option<GrpcResponseFuture<(), (), ()>> = None;
-    /// ```
-    pub struct GrpcResponseFuture<F, S, Req, K = GrpcErrorIsFailure> {
-        #[pin]
-        inner: ResponseFuture<F, S, Req, K>,
-    }
-}
-
-impl<F, S, Req, K> std::fmt::Debug for GrpcResponseFuture<F, S, Req, K> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("GrpcResponseFuture")
-    }
-}
-
-impl<F, E, ResB, S, Req, K> Future for GrpcResponseFuture<F, S, Req, K>
-where
-    F: Future<Output = Result<::http::Response<ResB>, E>>,
-    S: Service<Req, Future = F, Response = ::http::Response<ResB>, Error = E>,
-    K: ClassifyOutcome<::http::Response<ResB>, E>,
-    ResB: Default,
-{
-    type Output = Result<::http::Response<ResB>, E>;
-
-    #[inline]
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        self.project().inner.poll_typed(cx).map(|r| match r {
-            Ok(out) => out,
-            Err(o) => Ok(o.to_grpc_response()),
-        })
-    }
-}
+/// The response future of [`GrpcAdmission`]: the inner service's result, or a
+/// trailers-only `UNAVAILABLE`.
+pub type GrpcResponseFuture<F, S, Req, K = GrpcErrorIsFailure> = AnsweringFuture<F, S, Req, K, TrailersOnly>;
 
 impl Overloaded {
     /// A trailers-only gRPC response: HTTP `200`, `content-type: application/grpc`,

@@ -74,6 +74,8 @@
 //!
 //! See `docs/tower.md` for the modes, priorities, metrics names and the dry run.
 
+#[cfg(feature = "http")]
+mod answer;
 mod builder;
 /// The README's examples, compiled and run as doc tests.
 #[cfg(doctest)]
