@@ -93,25 +93,28 @@ impl Default for Contended {
 
 pub(crate) type BoxFuture<T, E> = Pin<Box<dyn Future<Output = Result<T, E>> + Send + 'static>>;
 
-/// The gRPC service: what `tonic-build` would generate for `Work`, by hand.
+/// The gRPC service: what `tonic-build` would generate for `Work`, by hand. `M` answers
+/// `Do` ([`DoWork`] here; `tests/grpc.rs` puts a refusing handler in its place).
 #[derive(Clone, Debug)]
-pub(crate) struct WorkServer {
-    backend: Contended,
+pub(crate) struct WorkServer<M> {
+    method: M,
 }
 
-impl WorkServer {
-    pub(crate) fn new(backend: Contended) -> Self {
-        WorkServer { backend }
+impl<M> WorkServer<M> {
+    pub(crate) fn new(method: M) -> Self {
+        WorkServer { method }
     }
 }
 
-impl NamedService for WorkServer {
+impl<M> NamedService for WorkServer<M> {
     const NAME: &'static str = SERVICE;
 }
 
-struct Do(Contended);
+/// `Do` on the contended dependency.
+#[derive(Clone, Debug)]
+pub(crate) struct DoWork(pub(crate) Contended);
 
-impl UnaryService<pb::WorkRequest> for Do {
+impl UnaryService<pb::WorkRequest> for DoWork {
     type Response = pb::WorkReply;
     type Future = BoxFuture<Response<pb::WorkReply>, Status>;
 
@@ -121,7 +124,11 @@ impl UnaryService<pb::WorkRequest> for Do {
     }
 }
 
-impl tower::Service<http::Request<Body>> for WorkServer {
+impl<M> tower::Service<http::Request<Body>> for WorkServer<M>
+where
+    M: UnaryService<pb::WorkRequest, Response = pb::WorkReply> + Clone + Send + 'static,
+    M::Future: Send,
+{
     type Response = http::Response<Body>;
     type Error = Infallible;
     type Future = BoxFuture<Self::Response, Infallible>;
@@ -135,7 +142,7 @@ impl tower::Service<http::Request<Body>> for WorkServer {
             let unimplemented = Status::unimplemented(format!("no method {}", req.uri().path()));
             return Box::pin(async move { Ok(unimplemented.into_http()) });
         }
-        let method = Do(self.backend.clone());
+        let method = self.method.clone();
         Box::pin(async move {
             let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
             Ok(grpc.unary(method, req).await)
@@ -151,7 +158,7 @@ pub(crate) async fn serve(
 ) -> Result<(), tonic::transport::Error> {
     Server::builder()
         .layer(layer)
-        .add_service(WorkServer::new(backend))
+        .add_service(WorkServer::new(DoWork(backend)))
         .serve_with_incoming(tonic::transport::server::TcpIncoming::from(listener))
         .await
 }

@@ -10,14 +10,13 @@ mod example;
 use std::convert::Infallible;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use example::{pb, BoxFuture};
 use safegate_tower::grpc::GrpcAdmissionLayer;
 use safegate_tower::{AdmissionLayer, Verdict};
 use tonic::body::Body;
-use tonic::server::{NamedService, UnaryService};
+use tonic::server::UnaryService;
 use tonic::{Request, Response, Status};
 
 /// The tests here load two cores each: one at a time.
@@ -61,17 +60,9 @@ async fn the_tonic_example_serves_and_answers_unavailable_with_a_pushback_under_
     server.abort();
 }
 
-/// A gRPC service that answers `UNAVAILABLE` itself (no pushback: not the layer's) for a
-/// call that found more than 8 others in it, after 5 ms either way.
+/// `Do` answering `UNAVAILABLE` itself (no pushback: not the layer's) for a call that
+/// found more than 8 others in it, after 5 ms either way.
 #[derive(Clone, Default)]
-struct Refusing {
-    active: Arc<AtomicUsize>,
-}
-
-impl NamedService for Refusing {
-    const NAME: &'static str = example::SERVICE;
-}
-
 struct RefusingDo(Arc<AtomicUsize>);
 
 impl UnaryService<pb::WorkRequest> for RefusingDo {
@@ -92,25 +83,7 @@ impl UnaryService<pb::WorkRequest> for RefusingDo {
     }
 }
 
-impl tower::Service<http::Request<Body>> for Refusing {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response, Infallible>;
-
-    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        let method = RefusingDo(self.active.clone());
-        Box::pin(async move {
-            let mut grpc = tonic::server::Grpc::new(tonic_prost::ProstCodec::default());
-            Ok(grpc.unary(method, req).await)
-        })
-    }
-}
-
-/// 96 callers on 4 connections for `secs` against [`Refusing`] behind `layer`; the limit
+/// 96 callers on 4 connections for `secs` against [`RefusingDo`] behind `layer`; the limit
 /// at the end, and how many calls the handler refused.
 async fn limit_under_load<K>(layer: GrpcAdmissionLayer<safegate_tower::SingleClass, K>, secs: f64) -> (u32, u64)
 where
@@ -120,7 +93,7 @@ where
     let server = tokio::spawn(
         tonic::transport::Server::builder()
             .layer(layer.clone())
-            .add_service(Refusing::default())
+            .add_service(example::WorkServer::new(RefusingDo::default()))
             .serve_with_incoming(tonic::transport::server::TcpIncoming::from(l)),
     );
     let mut conns = Vec::new();
