@@ -177,14 +177,18 @@ where
 async fn a_handler_answering_500_under_load_drives_the_limit_down() {
     for controller in ["peak", "aimd", "vegas"] {
         let build = || AdmissionLayer::builder().controller(controller).max_concurrency(64).build_http().unwrap();
+        // Vegas decreases more slowly than the others: it gets longer to show it (at 2 s a
+        // debug build on 2 busy cores measured 32 judging against 46 blind).
+        let secs = if controller == "vegas" { 4.0 } else { 2.0 };
         // Judged by status (the default): the 500s past 8 in the handler are failures.
-        let judged = limit_under_load(build(), 2.0).await;
+        let judged = limit_under_load(build(), secs).await;
         // Judged blind (every response a success), as a layer that reads only `Err` would.
         let blind =
-            limit_under_load(build().with_outcome(|_: &Result<http::Response<String>, _>| Verdict::Success), 2.0).await;
+            limit_under_load(build().with_outcome(|_: &Result<http::Response<String>, _>| Verdict::Success), secs)
+                .await;
         eprintln!("{controller}: limit {judged} judging 5xx, {blind} blind");
-        // Measured: peak 8 and aimd 8 (the handler's knee), vegas 31 (its decrease is
-        // slower), against 62–64 blind.
+        // Measured (debug build): peak 8 and aimd 7–8 (the handler's knee), vegas 7–12 over
+        // its 4 s, against 44–64 blind.
         assert!(f64::from(judged) <= 0.6 * f64::from(blind), "{controller}: {judged} judging 5xx, {blind} blind");
         if controller != "vegas" {
             assert!(judged <= 16, "{controller}: the limit stayed at {judged} with the handler failing past 8");
