@@ -1,5 +1,6 @@
-//! The in-process backends every stack wraps: tower services with no sockets, so what is
-//! measured is the limiter and the backend's shape, not a network stack.
+//! The backends every stack wraps: in-process tower services with no sockets, so what is
+//! measured is the limiter and the backend's shape, not a network stack; and PostgreSQL
+//! (`pg.rs`), a real database whose contention nobody here chose.
 //!
 //! Each has a `health` factor (shared by all clones, changeable while it runs) that scales
 //! its speed: a request's service time is divided by the health at its entry, so health
@@ -10,7 +11,6 @@
 //! `crates/safegate-tower/examples/support/contention.rs`, decrements after its sleep and
 //! leaks the count when the request is cancelled mid-sleep).
 
-use std::convert::Infallible;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -18,15 +18,19 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use safegate_tower::BoxError;
 use tokio::sync::Semaphore;
 use tower::Service;
+
+use super::pg::Pg;
 
 /// Longest service time a backend sleeps for: far past any client timeout the CLI accepts,
 /// and short enough that `Duration` arithmetic cannot overflow at absurd `n`.
 const MAX_SERVICE: Duration = Duration::from_secs(3600);
 
-/// The response future of every backend.
-pub(crate) type BackendFuture = Pin<Box<dyn Future<Output = Result<(), Infallible>> + Send>>;
+/// The response future of every backend (only PostgreSQL's ever fails: a transaction that
+/// did not commit after its retries).
+pub(crate) type BackendFuture = Pin<Box<dyn Future<Output = Result<(), BoxError>> + Send>>;
 
 /// A backend's health, shared by all its clones: service times are divided by it.
 #[derive(Debug, Clone)]
@@ -122,14 +126,15 @@ pub(crate) enum Backend {
     Collapse(Collapse),
     Queueing(Queueing),
     Fast(Fast),
+    Postgres(Pg),
 }
 
 impl Service<()> for Backend {
     type Response = ();
-    type Error = Infallible;
+    type Error = BoxError;
     type Future = BackendFuture;
 
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
         Poll::Ready(Ok(()))
     }
 
@@ -162,6 +167,7 @@ impl Service<()> for Backend {
                 tokio::task::yield_now().await;
                 Ok(())
             }),
+            Backend::Postgres(pg) => Box::pin(pg.clone().call()),
         }
     }
 }

@@ -5,6 +5,7 @@
 //!   schedules;
 //! - `run`: [`Overload`], the one call that runs every (scenario, stack) pair;
 //! - `backend`: the in-process backends (collapse, queueing, fast);
+//! - `pg`: the PostgreSQL backend (transactions on hot rows over a pool) and its curve;
 //! - `stacks`: the limiter stacks compared, ours and the peers (feature `peers`);
 //! - `load`: the open-loop generator and what it records;
 //! - `histogram`: the generator's latency histogram;
@@ -15,6 +16,7 @@
 mod backend;
 mod histogram;
 mod load;
+mod pg;
 mod report;
 mod run;
 mod settings;
@@ -23,6 +25,7 @@ pub mod sweep;
 pub mod text;
 
 pub use load::{Arrivals, Progress};
+pub use pg::{CurvePoint, Isolation, PgSpec};
 pub use report::{Burst, Document, Figures, RunReport, ScenarioReport, Step};
 pub use run::{no_progress, Event, Overload};
 pub use settings::{OverloadSpec, MAX_REQUESTS, MAX_SECS};

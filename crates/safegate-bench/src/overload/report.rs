@@ -43,6 +43,9 @@ pub struct ScenarioReport {
     pub oracle: Option<String>,
     /// The peer (acc-*, resilience-*) with the highest goodput, when any ran.
     pub best_anchor: Option<String>,
+    /// A PostgreSQL scenario's measured service curve X(n), closed loop, before its runs.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub curve: Option<Vec<super::pg::CurvePoint>>,
     /// Every stack's run, in the order run.
     pub runs: Vec<RunReport>,
 }
@@ -102,6 +105,9 @@ pub struct Figures {
     pub step: Option<Step>,
     /// Good responses per whole second of the run, by arrival.
     pub goodput_timeline: Vec<u32>,
+    /// safegate's stacks: the limit in force every 100 ms of the run, from its start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limit_timeline: Option<Vec<u32>>,
 }
 
 /// One burst of the `bursts` scenario.
@@ -219,6 +225,7 @@ pub(crate) fn figures(m: &Measured, shape: Shape, segments: &[(f64, f64)]) -> Fi
         bursts,
         step,
         goodput_timeline: m.good_per_second.clone(),
+        limit_timeline: None,
     }
 }
 

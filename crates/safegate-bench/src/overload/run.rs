@@ -12,15 +12,22 @@ use std::time::Duration;
 
 use tokio::runtime::Runtime;
 
+use super::backend::{Backend, Health};
 use super::load::{self, Progress};
+use super::pg::{self, CurvePoint, Pg};
 use super::report::{self, Document, RunReport, ScenarioReport};
-use super::settings::{OverloadSpec, Scenario, Settings};
+use super::settings::{BackendKind, OverloadSpec, Scenario, Settings};
 use super::stacks::{self, StackKind, NOT_BUILT};
 use crate::error::{Error, Result};
 
 /// What [`Overload::run`] reports as it goes.
 #[derive(Debug)]
 pub enum Event<'a> {
+    /// The PostgreSQL scenario's service curve is being measured.
+    CurveStarted {
+        /// The scenario's name.
+        scenario: &'a str,
+    },
     /// A run starts.
     RunStarted {
         /// The scenario's name.
@@ -51,7 +58,7 @@ impl Overload {
     /// lacks, or a run that would offer too many requests is an error naming the field.
     pub fn new(spec: &OverloadSpec) -> Result<Overload> {
         let settings = Settings::new(spec)?;
-        let scenarios = Scenario::chosen(&spec.scenarios)?;
+        let scenarios = Scenario::chosen(&spec.scenarios, spec.postgres.is_some())?;
         let stacks = stacks::chosen(&spec.stacks)?;
         for &s in &scenarios {
             settings.check_budget(s)?;
@@ -63,10 +70,25 @@ impl Overload {
         (self.settings.plan(s).0.end() * 10.0).ceil() as u64
     }
 
-    /// Tenths of a second of planned load over every run this build has.
+    /// Tenths of a second of planned load over every run this build has (a PostgreSQL
+    /// scenario's oracle counted as its most fixed limits, and its curve's time).
     pub fn progress_total(&self) -> u64 {
         let runnable = self.stacks.iter().filter(|k| k.is_built()).count() as u64;
-        self.scenarios.iter().map(|&s| self.planned_tenths(s) * runnable).sum()
+        let oracle = self.stacks.contains(&StackKind::TowerOracle);
+        self.scenarios
+            .iter()
+            .map(|&s| {
+                if s.backend() != BackendKind::Postgres {
+                    return self.planned_tenths(s) * runnable;
+                }
+                let extra = if oracle { MAX_FIXED as u64 - 1 } else { 0 };
+                self.planned_tenths(s) * (runnable + extra) + self.curve_tenths()
+            })
+            .sum()
+    }
+
+    fn curve_tenths(&self) -> u64 {
+        (self.settings.pg_curve.as_secs_f64() * 10.0 * CURVE_CLIENTS.len() as f64).ceil() as u64
     }
 
     /// Run every scenario with every stack. `new_runtime` builds each run's runtime (a
@@ -82,11 +104,39 @@ impl Overload {
     where
         E: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let set = &self.settings;
         let mut done = 0u64;
         let mut out = Vec::new();
         for &s in &self.scenarios {
             let b = s.backend();
+            let mut set = self.settings.clone();
+            let mut stacks = self.stacks.clone();
+            let mut curve = None;
+            if b == BackendKind::Postgres {
+                on(Event::CurveStarted { scenario: s.name() });
+                let rt = new_runtime().map_err(|e| Error::failed("building the curve's tokio runtime", e))?;
+                let points = measure_curve(&set, &rt)?;
+                rt.shutdown_timeout(Duration::from_secs(1));
+                done += self.curve_tenths();
+                progress(done);
+                let (peak, knee) = top(&points);
+                if !(peak > 0.0) {
+                    return Err(Error::failed(
+                        "measuring PostgreSQL's service curve",
+                        "no transaction committed at any number of clients: no peak to offer a multiple of",
+                    ));
+                }
+                set.pg_measured = Some((peak, knee));
+                set.check_budget(s)?;
+                // The oracle: the best of a sweep of fixed limits around the curve's top,
+                // each run under the scenario's own load.
+                let pool = set.pg.as_ref().map_or(1, |p| p.pool);
+                if let Some(at) = stacks.iter().position(|&k| k == StackKind::TowerOracle) {
+                    let fixed = fixed_limits(&points, pool).into_iter().map(StackKind::TowerFixed);
+                    stacks.splice(at..=at, fixed);
+                }
+                curve = Some(points);
+            }
+            let set = &set;
             let (_, _, load) = set.plan(s);
             let mut rep = ScenarioReport {
                 name: s.name().into(),
@@ -96,10 +146,11 @@ impl Overload {
                 load,
                 oracle: None,
                 best_anchor: None,
+                curve,
                 runs: Vec::new(),
             };
             let mut first = true;
-            for &k in &self.stacks {
+            for &k in &stacks {
                 if !k.is_built() {
                     rep.runs.push(RunReport {
                         stack: k.name(),
@@ -121,13 +172,30 @@ impl Overload {
                 let note = figures.is_none().then(|| NOT_BUILT.to_string());
                 rep.runs.push(RunReport { stack: k.name(), built: figures.is_some(), note, figures });
             }
-            report::compare(&mut rep, &StackKind::TowerOracle.name(), |n| {
-                StackKind::parse(n).is_some_and(StackKind::is_peer)
-            });
+            let oracle = if b == BackendKind::Postgres {
+                // The fixed limit with the most goodput in this run.
+                let best = rep
+                    .runs
+                    .iter()
+                    .filter_map(|r| match (StackKind::parse(&r.stack), &r.figures) {
+                        (Some(StackKind::TowerFixed(n)), Some(f)) if self.stacks.contains(&StackKind::TowerOracle) => {
+                            Some((f.goodput_rps, n, r.stack.clone()))
+                        }
+                        _ => None,
+                    })
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                if let Some((_, n, _)) = &best {
+                    rep.oracle_limit = *n;
+                }
+                best.map_or_else(|| StackKind::TowerOracle.name(), |b| b.2)
+            } else {
+                StackKind::TowerOracle.name()
+            };
+            report::compare(&mut rep, &oracle, |n| StackKind::parse(n).is_some_and(StackKind::is_peer));
             on(Event::ScenarioDone(&rep));
             out.push(rep);
         }
-        Ok(Document { settings: set.to_json(), scenarios: out })
+        Ok(Document { settings: self.settings.to_json(), scenarios: out })
     }
 }
 
@@ -141,20 +209,88 @@ fn run_one(
     progress_base: u64,
 ) -> Result<Option<report::Figures>> {
     let b = s.backend();
-    let (backend, health) = set.backend(b);
+    let (backend, health) = match (b, &set.pg) {
+        (BackendKind::Postgres, Some(spec)) => (Backend::Postgres(rt.block_on(Pg::connect(spec))?), Health::new(1.0)),
+        _ => set.backend(b),
+    };
     let (plan, shape, _) = set.plan(s);
     let stack = {
         // Built inside the runtime: a limiter may look for it.
         let _guard = rt.enter();
         kind.build(backend, set.oracle_limit(b))?
     };
-    let Some(stack) = stack else { return Ok(None) };
+    let Some((stack, probe)) = stack else { return Ok(None) };
     let segments: Vec<(f64, f64)> = plan.segments.iter().map(|g| (g.start, g.end)).collect();
+    // safegate's limit, every tenth of a second of the run (a thread of its own, so that
+    // sampling never waits behind the runtime's work).
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let sampler = probe.map(|probe| {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut limits = Vec::new();
+            let start = std::time::Instant::now();
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) && limits.len() < MAX_LIMIT_SAMPLES {
+                limits.push(probe());
+                let next = start + LIMIT_SAMPLE * limits.len() as u32;
+                std::thread::sleep(next.saturating_duration_since(std::time::Instant::now()));
+            }
+            limits
+        })
+    });
     // The generator is a task on the runtime's workers, like the requests it spawns.
     let generator = rt.spawn(load::drive(stack, plan, set.client, health, progress, progress_base));
-    let measured = rt.block_on(generator).map_err(|e| Error::failed("the load generator panicked", e))?;
+    let measured = rt.block_on(generator).map_err(|e| Error::failed("the load generator panicked", e));
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let limits = sampler.and_then(|t| t.join().ok());
+    let measured = measured?;
     rt.shutdown_timeout(Duration::from_secs(1));
-    Ok(Some(report::figures(&measured, shape, &segments)))
+    let mut f = report::figures(&measured, shape, &segments);
+    f.limit_timeline = limits;
+    Ok(Some(f))
+}
+
+/// The numbers of closed-loop clients of a PostgreSQL curve (those up to the pool's size,
+/// and the pool's size).
+pub(crate) const CURVE_CLIENTS: [usize; 12] = [1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64];
+
+/// How often safegate's limit is sampled in a run.
+const LIMIT_SAMPLE: Duration = Duration::from_millis(100);
+/// Most samples of the limit a run keeps (an hour of them; runs are at most 600 s).
+const MAX_LIMIT_SAMPLES: usize = 36_000;
+
+/// Most fixed limits the PostgreSQL oracle's sweep runs.
+const MAX_FIXED: usize = 5;
+
+/// PostgreSQL's service curve, on its own pool (a fresh table) in `rt`.
+fn measure_curve(set: &Settings, rt: &Runtime) -> Result<Vec<CurvePoint>> {
+    let Some(spec) = &set.pg else { return Ok(Vec::new()) };
+    let mut ns: Vec<usize> = CURVE_CLIENTS.iter().copied().filter(|&n| n <= spec.pool).collect();
+    if ns.last() != Some(&spec.pool) && spec.pool <= CURVE_CLIENTS[CURVE_CLIENTS.len() - 1] {
+        ns.push(spec.pool);
+    }
+    rt.block_on(async {
+        let pg = Pg::connect(spec).await?;
+        Ok(pg::curve(&pg, &ns, set.pg_curve).await)
+    })
+}
+
+/// The curve's top: its highest rate and the fewest clients that reached it.
+pub(crate) fn top(points: &[CurvePoint]) -> (f64, usize) {
+    points.iter().fold((0.0, 1), |(r, n), p| if p.rate > r { (p.rate, p.n) } else { (r, n) })
+}
+
+/// The fixed limits the oracle's sweep tries: half the top's clients, the fewest and the
+/// most clients within 80 % of the top, the top itself, and twice it (at most the pool),
+/// at most [`MAX_FIXED`] of them.
+pub(crate) fn fixed_limits(points: &[CurvePoint], pool: usize) -> Vec<usize> {
+    let (peak, knee) = top(points);
+    let near = points.iter().filter(|p| p.rate >= 0.8 * peak).map(|p| p.n);
+    let (lo, hi) = near.fold((knee, knee), |(a, b), n| (a.min(n), b.max(n)));
+    let mut v = vec![(knee / 2).max(1), lo, knee, hi, (2 * knee).min(pool.max(1))];
+    v.sort_unstable();
+    v.dedup();
+    v.truncate(MAX_FIXED);
+    v
 }
 
 /// A progress callback that ignores every call.

@@ -7,6 +7,7 @@ use safegate_core::RangeError;
 
 use super::backend::{Backend, Collapse, Fast, Health, Queueing};
 use super::load::{Arrivals, Client, Plan, Rate, Segment};
+use super::pg::{redacted, PgSpec};
 use super::report::Shape;
 use super::stacks::LOOSE_LIMIT;
 use crate::error::{Error, Result};
@@ -56,6 +57,11 @@ pub struct OverloadSpec {
     pub fast_outstanding: u64,
     /// Pause between runs \[ms\].
     pub pause_ms: u64,
+    /// The PostgreSQL backend of the `pg-*` scenarios (`None`: those scenarios are not run
+    /// by default, and naming one is an error naming `pg_url`).
+    pub postgres: Option<PgSpec>,
+    /// `pg-*`: seconds of each point of the measured service curve X(n).
+    pub pg_curve_secs: f64,
 }
 
 /// The scenarios.
@@ -67,6 +73,8 @@ pub(crate) enum Scenario {
     FastMax,
     Bursts,
     HealthStep,
+    Pg15,
+    Pg3,
 }
 
 /// Which backend a scenario drives.
@@ -75,16 +83,19 @@ pub(crate) enum BackendKind {
     Collapse,
     Queueing,
     Fast,
+    Postgres,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 6] = [
+    const ALL: [Scenario; 8] = [
         Scenario::Collapse15,
         Scenario::Collapse3,
         Scenario::Queueing15,
         Scenario::FastMax,
         Scenario::Bursts,
         Scenario::HealthStep,
+        Scenario::Pg15,
+        Scenario::Pg3,
     ];
 
     pub(crate) fn name(self) -> &'static str {
@@ -95,6 +106,8 @@ impl Scenario {
             Scenario::FastMax => "fast-max",
             Scenario::Bursts => "bursts",
             Scenario::HealthStep => "health-step",
+            Scenario::Pg15 => "pg-1.5x",
+            Scenario::Pg3 => "pg-3x",
         }
     }
 
@@ -102,15 +115,17 @@ impl Scenario {
         match self {
             Scenario::Queueing15 => BackendKind::Queueing,
             Scenario::FastMax => BackendKind::Fast,
+            Scenario::Pg15 | Scenario::Pg3 => BackendKind::Postgres,
             _ => BackendKind::Collapse,
         }
     }
 
-    /// The scenarios `names` lists (all of them when empty); an unknown name is an error
-    /// naming the field `scenarios`.
-    pub(crate) fn chosen(names: &[String]) -> Result<Vec<Scenario>> {
+    /// The scenarios `names` lists (all of them when empty: the `pg-*` ones only with a
+    /// database, `pg`); an unknown name is an error naming the field `scenarios`, a `pg-*`
+    /// one without a database an error naming `pg_url`.
+    pub(crate) fn chosen(names: &[String], pg: bool) -> Result<Vec<Scenario>> {
         if names.is_empty() {
-            return Ok(Scenario::ALL.to_vec());
+            return Ok(Scenario::ALL.into_iter().filter(|s| pg || s.backend() != BackendKind::Postgres).collect());
         }
         let mut out = Vec::new();
         for name in names {
@@ -121,6 +136,12 @@ impl Scenario {
                     format!("unknown scenario {name:?}; known are {}", known.join(", ")),
                 ));
             };
+            if s.backend() == BackendKind::Postgres && !pg {
+                return Err(Error::input(
+                    "pg_url",
+                    format!("scenario {} needs a PostgreSQL database: give its URL (postgres://…)", s.name()),
+                ));
+            }
             if !out.contains(&s) {
                 out.push(s);
             }
@@ -143,6 +164,28 @@ pub(crate) struct Settings {
     pub(crate) fast_cap: u64,
     pub(crate) fast_outstanding: u64,
     pub(crate) pause: Duration,
+    pub(crate) pg: Option<PgSpec>,
+    pub(crate) pg_curve: Duration,
+    /// The `pg-*` scenarios' peak and best limit, once measured (`run.rs`).
+    pub(crate) pg_measured: Option<(f64, usize)>,
+}
+
+/// The PostgreSQL spec, range-checked.
+fn check_pg(p: &PgSpec) -> Result<PgSpec> {
+    if p.url.trim().is_empty() {
+        return Err(Error::input("pg_url", "is empty: give a postgres://… URL"));
+    }
+    if !(2..=1_000_000).contains(&p.rows) {
+        return Err(RangeError::new("pg_rows", p.rows, "[2, 1000000] (each transaction updates two rows)").into());
+    }
+    if !(0.0..=10_000.0).contains(&p.hold_ms) {
+        return Err(RangeError::new("pg_hold_ms", safegate_core::error::number(p.hold_ms), "[0, 10000]").into());
+    }
+    count("pg_pool", p.pool, 1000)?;
+    if p.retries > 100 {
+        return Err(RangeError::new("pg_retries", p.retries, "[0, 100]").into());
+    }
+    Ok(p.clone())
 }
 
 /// `Err` naming `field` unless `v` is in `(0, max]` (NaN is not).
@@ -199,6 +242,9 @@ impl Settings {
             fast_outstanding: count("fast_outstanding", a.fast_outstanding.try_into().unwrap_or(usize::MAX), 1_000_000)?
                 as u64,
             pause: Duration::from_millis(a.pause_ms),
+            pg: a.postgres.as_ref().map(check_pg).transpose()?,
+            pg_curve: Duration::from_secs_f64(positive("pg_curve_secs", a.pg_curve_secs, 60.0)?),
+            pg_measured: None,
         })
     }
 
@@ -220,6 +266,9 @@ impl Settings {
             "fast_outstanding": self.fast_outstanding,
             "max_concurrency": LOOSE_LIMIT,
             "peers_built": cfg!(feature = "peers"),
+            "postgres": self.pg.as_ref().map(|p| serde_json::json!({
+                "url": redacted(&p.url), "spec": p, "curve_secs": self.pg_curve.as_secs_f64(),
+            })),
         })
     }
 
@@ -230,15 +279,18 @@ impl Settings {
             BackendKind::Collapse => Some(self.knee as f64 * per),
             BackendKind::Queueing => Some(self.workers as f64 * per),
             BackendKind::Fast => None,
+            BackendKind::Postgres => self.pg_measured.map(|m| m.0),
         }
     }
 
-    /// The backend's best fixed concurrency limit (256 for the fast one).
+    /// The backend's best fixed concurrency limit (256 for the fast one; PostgreSQL's: the
+    /// top of its measured curve, 1 before it is measured).
     pub(crate) fn oracle_limit(&self, b: BackendKind) -> usize {
         match b {
             BackendKind::Collapse => self.knee,
             BackendKind::Queueing => self.workers,
             BackendKind::Fast => LOOSE_LIMIT,
+            BackendKind::Postgres => self.pg_measured.map_or(1, |m| m.1),
         }
     }
 
@@ -247,7 +299,7 @@ impl Settings {
         let backend = match b {
             BackendKind::Collapse => Backend::Collapse(Collapse::new(self.knee, self.base, h.clone())),
             BackendKind::Queueing => Backend::Queueing(Queueing::new(self.workers, self.base, h.clone())),
-            BackendKind::Fast => Backend::Fast(Fast),
+            BackendKind::Fast | BackendKind::Postgres => Backend::Fast(Fast),
         };
         (backend, h)
     }
@@ -267,6 +319,22 @@ impl Settings {
                 self.peak(b).unwrap_or(0.0)
             ),
             BackendKind::Fast => "fast backend (answers after one yield)".into(),
+            BackendKind::Postgres => match &self.pg {
+                Some(p) => format!(
+                    "PostgreSQL at {} ({} isolation, two of {} hot rows, {} ms held between them, pool {}, {} retries){}",
+                    redacted(&p.url),
+                    p.isolation.name(),
+                    p.rows,
+                    p.hold_ms,
+                    p.pool,
+                    p.retries,
+                    match self.pg_measured {
+                        Some((peak, n)) => format!(": peak {peak:.0} txn/s at {n} clients, measured"),
+                        None => String::new(),
+                    }
+                ),
+                None => "PostgreSQL (no database given)".into(),
+            },
         }
     }
 
@@ -280,6 +348,16 @@ impl Settings {
                 one(Rate::PerSec(OVERLOAD * peak)),
                 Shape::Plain,
                 format!("open loop at 1.5× peak ({:.0} req/s) for {} s", OVERLOAD * peak, self.secs),
+            ),
+            Scenario::Pg15 => (
+                one(Rate::PerSec(OVERLOAD * peak)),
+                Shape::Plain,
+                format!("open loop at 1.5× the measured peak ({:.0} txn/s) for {} s", OVERLOAD * peak, self.secs),
+            ),
+            Scenario::Pg3 => (
+                one(Rate::PerSec(3.0 * peak)),
+                Shape::Plain,
+                format!("open loop at 3× the measured peak ({:.0} txn/s) for {} s", 3.0 * peak, self.secs),
             ),
             Scenario::Collapse3 => (
                 one(Rate::PerSec(3.0 * peak)),
@@ -332,8 +410,12 @@ impl Settings {
         }
     }
 
-    /// Refuse a scenario whose run would offer more than [`MAX_REQUESTS`].
+    /// Refuse a scenario whose run would offer more than [`MAX_REQUESTS`] (a `pg-*` one
+    /// only once its peak is measured).
     pub(crate) fn check_budget(&self, s: Scenario) -> Result<()> {
+        if s.backend() == BackendKind::Postgres && self.pg_measured.is_none() {
+            return Ok(());
+        }
         let (plan, _, _) = self.plan(s);
         let requests: f64 = plan
             .segments

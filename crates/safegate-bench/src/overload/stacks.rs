@@ -9,20 +9,21 @@
 //! None of the peers sheds by itself: tower-acc only waits, and tower-resilience-adaptive's
 //! `LimitReached` comes only from a closed semaphore.
 
-use std::convert::Infallible;
-
 use safegate_core::controllers::ControllerKind;
 use safegate_tower::{AdmissionLayer, BoxError};
 use tower::limit::ConcurrencyLimitLayer;
 use tower::load_shed::LoadShedLayer;
 use tower::util::BoxCloneService;
-use tower::{Layer, ServiceExt};
+use tower::Layer;
 
 use super::backend::Backend;
 use crate::error::{Error, Result};
 
 /// A stack as the generator calls it.
 pub(crate) type Stack = BoxCloneService<(), (), BoxError>;
+
+/// A look at safegate's layer while it runs: its limit in force now.
+pub(crate) type LimitProbe = Box<dyn Fn() -> u32 + Send>;
 
 /// The limit of `tower-limit-loose`, and the most requests in service every adaptive
 /// stack allows (safegate's `max_concurrency`, the peers' `max_limit`).
@@ -43,6 +44,9 @@ pub(crate) enum StackKind {
     TowerOracle,
     /// `LoadShed<ConcurrencyLimit>` at [`LOOSE_LIMIT`].
     TowerLoose,
+    /// `LoadShed<ConcurrencyLimit>` at this fixed limit (`tower-limit-N`; the PostgreSQL
+    /// scenarios' oracle is the best of a sweep of these).
+    TowerFixed(usize),
     /// A peer limiter (the feature `peers`).
     Peer(Peer),
     /// safegate's layer with this controller; `None` is the builder's default.
@@ -86,6 +90,7 @@ impl StackKind {
             StackKind::None => "none".into(),
             StackKind::TowerOracle => "tower-limit-oracle".into(),
             StackKind::TowerLoose => "tower-limit-loose".into(),
+            StackKind::TowerFixed(n) => format!("tower-limit-{n}"),
             StackKind::Peer(p) => p.name().into(),
             StackKind::Safegate(None) => "safegate".into(),
             StackKind::Safegate(Some(k)) => format!("safegate-{k}"),
@@ -93,6 +98,9 @@ impl StackKind {
     }
 
     pub(crate) fn parse(name: &str) -> Option<StackKind> {
+        if let Some(n) = name.strip_prefix("tower-limit-").and_then(|n| n.parse::<usize>().ok()) {
+            return (1..=1_000_000).contains(&n).then_some(StackKind::TowerFixed(n));
+        }
         StackKind::all().into_iter().find(|k| k.name() == name)
     }
 
@@ -106,30 +114,37 @@ impl StackKind {
     }
 
     /// The stack over `backend`; `oracle` is the backend's best fixed limit. `Ok(None)` for
-    /// a peer this build lacks.
-    pub(crate) fn build(self, backend: Backend, oracle: usize) -> Result<Option<Stack>> {
+    /// a peer this build lacks. safegate's stacks come with a probe of their limit.
+    pub(crate) fn build(self, backend: Backend, oracle: usize) -> Result<Option<(Stack, Option<LimitProbe>)>> {
         let shed_limit = |n: usize| {
             BoxCloneService::new(LoadShedLayer::new().layer(ConcurrencyLimitLayer::new(n).layer(backend.clone())))
         };
-        Ok(Some(match self {
-            StackKind::None => BoxCloneService::new(backend.map_err(|e: Infallible| -> BoxError { match e {} })),
-            StackKind::TowerOracle => shed_limit(oracle),
-            StackKind::TowerLoose => shed_limit(LOOSE_LIMIT),
-            StackKind::Safegate(kind) => {
-                // Reject mode and the default boundary are the builder's defaults.
-                let b = AdmissionLayer::builder().max_concurrency(LOOSE_LIMIT as u32);
-                let b = match kind {
-                    Some(k) => b.controller(k),
-                    None => b,
-                };
-                let layer = b.build().map_err(|e| Error::failed(format!("building the {} stack", self.name()), e))?;
-                BoxCloneService::new(layer.layer(backend))
-            }
-            StackKind::Peer(p) => match peer(p, backend)? {
-                Some(s) => s,
-                None => return Ok(None),
+        Ok(Some((
+            match self {
+                StackKind::None => BoxCloneService::new(backend),
+                StackKind::TowerOracle => shed_limit(oracle),
+                StackKind::TowerLoose => shed_limit(LOOSE_LIMIT),
+                StackKind::TowerFixed(n) => shed_limit(n),
+                StackKind::Safegate(kind) => {
+                    // Reject mode and the default boundary are the builder's defaults.
+                    let b = AdmissionLayer::builder().max_concurrency(LOOSE_LIMIT as u32);
+                    let b = match kind {
+                        Some(k) => b.controller(k),
+                        None => b,
+                    };
+                    let layer =
+                        b.build().map_err(|e| Error::failed(format!("building the {} stack", self.name()), e))?;
+                    let probe = layer.clone();
+                    let probe: LimitProbe = Box::new(move || probe.snapshot().limit);
+                    return Ok(Some((BoxCloneService::new(layer.layer(backend)), Some(probe))));
+                }
+                StackKind::Peer(p) => match peer(p, backend)? {
+                    Some(s) => s,
+                    None => return Ok(None),
+                },
             },
-        }))
+            None,
+        )))
     }
 }
 
@@ -183,7 +198,13 @@ pub(crate) fn chosen(names: &[String]) -> Result<Vec<StackKind>> {
     for name in names {
         let Some(k) = StackKind::parse(name.trim()) else {
             let known: Vec<String> = StackKind::all().into_iter().map(StackKind::name).collect();
-            return Err(Error::input("stacks", format!("unknown stack {name:?}; known are {}", known.join(", "))));
+            return Err(Error::input(
+                "stacks",
+                format!(
+                    "unknown stack {name:?}; known are {}, and tower-limit-N for N in 1..=1000000",
+                    known.join(", ")
+                ),
+            ));
         };
         if !k.is_built() {
             return Err(Error::input("stacks", format!("{name} is {NOT_BUILT}")));

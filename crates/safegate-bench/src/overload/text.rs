@@ -77,6 +77,23 @@ fn main_reason(f: &Figures) -> &'static str {
 pub fn table(s: &ScenarioReport) -> String {
     let mut out = String::new();
     outln!(out, "## {}: {}; {}", s.name, s.backend, s.load);
+    if let Some(curve) = &s.curve {
+        outln!(out, "service curve X(n), closed loop, no limiter:");
+        outln!(out, "{:>6} {:>10} {:>12} {:>10}", "n", "txn/s", "failed/s", "mean ms");
+        for p in curve {
+            outln!(
+                out,
+                "{:>6} {:>10.0} {:>12.1} {:>10}",
+                p.n,
+                p.rate,
+                p.failed_rate,
+                opt(p.mean_ms.is_finite().then_some(p.mean_ms), 1)
+            );
+        }
+        if let Some(o) = &s.oracle {
+            outln!(out, "oracle: {o}, the best of the fixed limits tried under this load");
+        }
+    }
     let extra = match s.runs.iter().find_map(|r| r.figures.as_ref()) {
         Some(f) if f.bursts.is_some() => "  burst goodput/s (÷ first)",
         Some(f) if f.step.is_some() => "  before/s  after/s",

@@ -18,8 +18,9 @@ pub(crate) struct BenchArgs {
 enum BenchWhat {
     /// Nanoseconds per request of the admission layer vs tower's ConcurrencyLimit and a no-op.
     Overhead(overhead::OverheadArgs),
-    /// Admission-control stacks side by side under open-loop overload on in-process backends.
-    Overload(overload::OverloadArgs),
+    /// Admission-control stacks side by side under open-loop overload on in-process backends
+    /// (and PostgreSQL, with --pg-url).
+    Overload(Box<overload::OverloadArgs>),
     /// Jobs per second through our Redis plumbing (enqueue, execute, acknowledge; no-op
     /// job), side by side with apalis-redis (--features peers) on the same Redis.
     Plumbing(plumbing::PlumbingArgs),

@@ -7,15 +7,15 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use safegate_bench::overload::{sweep, text, Arrivals, Event, Overload, OverloadSpec, Progress};
+use safegate_bench::overload::{sweep, text, Arrivals, Event, Isolation, Overload, OverloadSpec, PgSpec, Progress};
 
 use super::flags::flagged;
 
 /// Flags of `safegate bench overload`.
 #[derive(Debug, Args)]
 pub(super) struct OverloadArgs {
-    /// Scenarios, comma-separated [default: all]: collapse-1.5x, collapse-3x, queueing-1.5x,
-    /// fast-max, bursts, health-step.
+    /// Scenarios, comma-separated [default: all; pg-* only with --pg-url]: collapse-1.5x,
+    /// collapse-3x, queueing-1.5x, fast-max, bursts, health-step, pg-1.5x, pg-3x.
     #[arg(long, value_delimiter = ',', value_name = "NAMES")]
     scenarios: Vec<String>,
     /// Stacks, comma-separated [default: all]: none, tower-limit-oracle, tower-limit-loose,
@@ -76,6 +76,29 @@ pub(super) struct OverloadArgs {
     /// Pause between runs.
     #[arg(long, default_value_t = 500, value_name = "MS")]
     pause_ms: u64,
+    /// PostgreSQL scenarios (pg-1.5x, pg-3x): the database's URL, postgres://… [default:
+    /// the environment's SAFEGATE_PG_URL]. Its table safegate_bench_hot is dropped and
+    /// refilled by every run. Without it the pg-* scenarios are not run.
+    #[arg(long, value_name = "URL")]
+    pg_url: Option<String>,
+    /// PostgreSQL: hot rows; each transaction updates two of them.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pg_rows: u32,
+    /// PostgreSQL: time a transaction holds its first row lock before its second update.
+    #[arg(long, default_value_t = 2.0, value_name = "MS")]
+    pg_hold_ms: f64,
+    /// PostgreSQL: isolation level (serializable, repeatable-read, read-committed).
+    #[arg(long, default_value = "serializable", value_name = "LEVEL")]
+    pg_isolation: String,
+    /// PostgreSQL: connections in the application's pool.
+    #[arg(long, default_value_t = 64, value_name = "N")]
+    pg_pool: usize,
+    /// PostgreSQL: retries of a transaction that failed to serialize or deadlocked.
+    #[arg(long, default_value_t = 3, value_name = "N")]
+    pg_retries: u32,
+    /// PostgreSQL: seconds of each point of the service curve measured before the runs.
+    #[arg(long, default_value_t = 1.0, value_name = "SECONDS")]
+    pg_curve_secs: f64,
     /// Print one JSON document (every figure, and each run's per-second goodput).
     #[arg(long)]
     json: bool,
@@ -91,7 +114,27 @@ enum ArrivalsArg {
 }
 
 impl OverloadArgs {
-    fn spec(&self, knee: usize, base_ms: f64) -> OverloadSpec {
+    /// The PostgreSQL backend, when a URL is given (flag, or SAFEGATE_PG_URL).
+    fn postgres(&self) -> Result<Option<PgSpec>> {
+        let url = self.pg_url.clone().or_else(|| std::env::var("SAFEGATE_PG_URL").ok().filter(|u| !u.is_empty()));
+        let Some(url) = url else { return Ok(None) };
+        let isolation = Isolation::parse(&self.pg_isolation).ok_or_else(|| {
+            anyhow::anyhow!(
+                "--pg-isolation {:?}: expected serializable, repeatable-read or read-committed",
+                self.pg_isolation
+            )
+        })?;
+        Ok(Some(PgSpec {
+            url,
+            rows: self.pg_rows,
+            hold_ms: self.pg_hold_ms,
+            isolation,
+            pool: self.pg_pool,
+            retries: self.pg_retries,
+        }))
+    }
+
+    fn spec(&self, knee: usize, base_ms: f64, postgres: Option<PgSpec>) -> OverloadSpec {
         let scenarios = if self.sweep && self.scenarios.is_empty() {
             sweep::SWEEP_SCENARIOS.iter().map(|s| s.to_string()).collect()
         } else {
@@ -117,6 +160,8 @@ impl OverloadArgs {
             fast_cap: self.fast_cap,
             fast_outstanding: self.fast_outstanding,
             pause_ms: self.pause_ms,
+            postgres,
+            pg_curve_secs: self.pg_curve_secs,
         }
     }
 }
@@ -125,9 +170,10 @@ impl OverloadArgs {
 /// pair checked before the first runs.
 pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
     let pairs = sweep::pairs(&a.knee, &a.base_ms, a.sweep).map_err(flagged)?;
+    let postgres = a.postgres()?;
     let benches: Vec<(usize, f64, Overload)> = pairs
         .iter()
-        .map(|&(k, b)| Overload::new(&a.spec(k, b)).map(|o| (k, b, o)).map_err(flagged))
+        .map(|&(k, b)| Overload::new(&a.spec(k, b, postgres.clone())).map(|o| (k, b, o)).map_err(flagged))
         .collect::<Result<_>>()?;
     // Progress: tenths of a second of planned load, over every run of every pair.
     let total: u64 = benches.iter().map(|(_, _, o)| o.progress_total()).sum();
@@ -142,6 +188,7 @@ pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
         };
         let document = bench
             .run(crate::runtime::runtime, tick, |event| match event {
+                Event::CurveStarted { scenario } => pb.set_message(format!("{scenario}: measuring X(n)")),
                 Event::RunStarted { scenario, stack } => pb.set_message(format!("{scenario} {stack}")),
                 Event::RunDone { position } => pb.set_position(base + position),
                 Event::ScenarioDone(report) => {

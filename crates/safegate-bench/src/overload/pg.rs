@@ -1,0 +1,333 @@
+//! The PostgreSQL backend: a real contended dependency, whose shape nobody here chose.
+//!
+//! A request runs one transaction on a connection of an application pool: at the chosen
+//! isolation level it updates one of `rows` hot rows, holds the transaction open for
+//! `hold` (the application's work between two statements, as a service that reads, thinks
+//! and writes), updates a second hot row and commits. Concurrent transactions on the same
+//! rows wait for each other's row locks and, under `SERIALIZABLE` or `REPEATABLE READ`,
+//! abort with a serialization failure (SQLSTATE `40001`) or a deadlock (`40P01`); the
+//! application retries those, as real services do, up to `retries` times, and answers
+//! an error after the last. So past a few transactions at once the throughput of
+//! successful transactions falls, and the retries feed the fall: the seed's collapse,
+//! produced by the database's own locking.
+//!
+//! The pool holds `pool` connections (a realistic 64 by default); a request beyond them
+//! waits for one (FIFO). The transaction runs as its own task that owns its connection:
+//! a client that gives up (its response future dropped) does not abort it mid-statement —
+//! as with a web handler that has handed the work to its pool, the database finishes it
+//! and the connection goes back clean.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use safegate_tower::BoxError;
+use tokio::sync::Semaphore;
+use tokio_postgres::error::SqlState;
+use tokio_postgres::{Client, NoTls, Statement};
+
+use crate::error::{Error, Result};
+
+/// The table the transactions update (created, and refilled, by [`Pg::connect`]).
+pub(crate) const TABLE: &str = "safegate_bench_hot";
+
+/// The isolation level of the transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// `SERIALIZABLE`: conflicts abort with `40001` and are retried.
+    Serializable,
+    /// `REPEATABLE READ`: a concurrent update aborts with `40001`.
+    RepeatableRead,
+    /// `READ COMMITTED`: conflicts wait on row locks; only deadlocks abort.
+    ReadCommitted,
+}
+
+impl Isolation {
+    fn sql(self) -> &'static str {
+        match self {
+            Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+            Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+            Isolation::ReadCommitted => "BEGIN ISOLATION LEVEL READ COMMITTED",
+        }
+    }
+
+    /// The name as the CLI takes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Serializable => "serializable",
+            Isolation::RepeatableRead => "repeatable-read",
+            Isolation::ReadCommitted => "read-committed",
+        }
+    }
+
+    /// The level named `s` (`serializable`, `repeatable-read`, `read-committed`).
+    pub fn parse(s: &str) -> Option<Isolation> {
+        [Isolation::Serializable, Isolation::RepeatableRead, Isolation::ReadCommitted]
+            .into_iter()
+            .find(|i| i.name() == s.trim())
+    }
+}
+
+/// The transaction and its pool, checked by the overload bench's settings.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct PgSpec {
+    /// `postgres://…` URL of the database (the password is never printed).
+    #[serde(skip)]
+    pub url: String,
+    /// Hot rows the transactions pick from (two each).
+    pub rows: u32,
+    /// Time the transaction is held open between its two updates \[ms\], in `[0, 10000]`.
+    pub hold_ms: f64,
+    /// Isolation level.
+    pub isolation: Isolation,
+    /// Connections in the application pool.
+    pub pool: usize,
+    /// Retries of a transaction that failed to serialize (or deadlocked).
+    pub retries: u32,
+}
+
+/// One pooled connection with its prepared update.
+#[derive(Debug)]
+struct Conn {
+    client: Client,
+    update: Statement,
+}
+
+#[derive(Debug)]
+struct Pool {
+    slots: Semaphore,
+    idle: Mutex<Vec<Conn>>,
+}
+
+/// The PostgreSQL backend (cloneable; clones share the pool).
+#[derive(Debug, Clone)]
+pub(crate) struct Pg {
+    spec: Arc<PgSpec>,
+    pool: Arc<Pool>,
+    /// Draws of the hot rows (a counter through a mixing function: the same sequence of
+    /// row pairs in every run).
+    draws: Arc<AtomicU64>,
+}
+
+/// The URL with its password (if any) replaced, for messages.
+pub(crate) fn redacted(url: &str) -> String {
+    if let Some(k) = url.find("password=") {
+        // A key=value connection string: the value runs to the next space.
+        let v = k + "password=".len();
+        let end = url[v..].find(' ').map_or(url.len(), |e| v + e);
+        return format!("{}***{}", &url[..v], &url[end..]);
+    }
+    match (url.find("://"), url.rfind('@')) {
+        (Some(s), Some(at)) if at > s + 3 => {
+            let user_info = &url[s + 3..at];
+            match user_info.find(':') {
+                Some(c) => format!("{}{}:***{}", &url[..s + 3], &user_info[..c], &url[at..]),
+                None => url.to_string(),
+            }
+        }
+        _ => url.to_string(),
+    }
+}
+
+/// SplitMix64's finaliser: a well-mixed 64-bit value of `x`.
+fn mix(mut x: u64) -> u64 {
+    x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    x ^ (x >> 31)
+}
+
+/// Whether a failed statement is one an application retries: a serialization failure or
+/// a deadlock.
+fn retryable(e: &tokio_postgres::Error) -> bool {
+    e.code().is_some_and(|c| *c == SqlState::T_R_SERIALIZATION_FAILURE || *c == SqlState::T_R_DEADLOCK_DETECTED)
+}
+
+/// A transaction that failed after its retries (or on an error no retry helps).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct TxnFailed(String);
+
+impl Pg {
+    /// Connect the pool, (re)create the hot table with `rows` rows at zero, and prepare the
+    /// update on every connection. Runs inside the run's runtime (each connection's driver
+    /// is a task on it, ended with the runtime).
+    pub(crate) async fn connect(spec: &PgSpec) -> Result<Pg> {
+        let shown = redacted(&spec.url);
+        let fail = |what: &str, e: tokio_postgres::Error| Error::failed(format!("PostgreSQL at {shown}: {what}"), e);
+        let mut conns = Vec::with_capacity(spec.pool);
+        for k in 0..spec.pool {
+            let (client, connection) =
+                tokio_postgres::connect(&spec.url, NoTls).await.map_err(|e| fail("connecting", e))?;
+            tokio::spawn(async move {
+                // Ends with an error when the server goes away; the requests then fail.
+                let _ = connection.await;
+            });
+            if k == 0 {
+                let setup = format!(
+                    "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (id integer PRIMARY KEY, v bigint NOT NULL); \
+                     INSERT INTO {TABLE} SELECT g, 0 FROM generate_series(0, {}) g;",
+                    spec.rows.saturating_sub(1)
+                );
+                client.batch_execute(&setup).await.map_err(|e| fail("creating the hot table", e))?;
+            }
+            let update = client
+                .prepare(&format!("UPDATE {TABLE} SET v = v + 1 WHERE id = $1"))
+                .await
+                .map_err(|e| fail("preparing the update", e))?;
+            conns.push(Conn { client, update });
+        }
+        Ok(Pg {
+            spec: Arc::new(spec.clone()),
+            pool: Arc::new(Pool { slots: Semaphore::new(conns.len()), idle: Mutex::new(conns) }),
+            draws: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// Two distinct hot rows for the next transaction.
+    fn rows(&self) -> (i32, i32) {
+        let n = u64::from(self.spec.rows.max(2));
+        let r = mix(self.draws.fetch_add(1, Ordering::Relaxed));
+        let a = r % n;
+        let b = (a + 1 + (r >> 32) % (n - 1)) % n;
+        (a as i32, b as i32)
+    }
+
+    /// One request: a pooled connection, the transaction with its retries, the connection
+    /// back. `Err` after the last retry, or on an error no retry helps.
+    pub(crate) async fn call(self) -> std::result::Result<(), BoxError> {
+        let task = tokio::spawn(async move {
+            let Ok(_slot) = self.pool.slots.acquire().await else {
+                return Err(TxnFailed("the pool is closed".into()));
+            };
+            let Some(conn) = self.pool.idle.lock().map_err(|_| TxnFailed("pool poisoned".into()))?.pop() else {
+                return Err(TxnFailed("no idle connection behind a free slot".into()));
+            };
+            let out = self.transaction(&conn).await;
+            if !conn.client.is_closed() {
+                if let Ok(mut idle) = self.pool.idle.lock() {
+                    idle.push(conn);
+                }
+            } else {
+                // A lost connection leaves the pool smaller: its slot goes with it.
+                _slot.forget();
+            }
+            out
+        });
+        match task.await {
+            Ok(r) => r.map_err(Into::into),
+            Err(e) => Err(TxnFailed(format!("the transaction's task ended: {e}")).into()),
+        }
+    }
+
+    async fn transaction(&self, c: &Conn) -> std::result::Result<(), TxnFailed> {
+        let (a, b) = self.rows();
+        let mut attempt = 0;
+        loop {
+            match self.attempt(c, a, b).await {
+                Ok(()) => return Ok(()),
+                Err(e) => {
+                    // Leave the connection outside any transaction (a no-op warning if none).
+                    let _ = c.client.batch_execute("ROLLBACK").await;
+                    if !retryable(&e) {
+                        return Err(TxnFailed(format!("transaction failed: {e}")));
+                    }
+                    if attempt >= self.spec.retries {
+                        return Err(TxnFailed(format!("serialization failure after {} retries", self.spec.retries)));
+                    }
+                    attempt += 1;
+                }
+            }
+        }
+    }
+
+    async fn attempt(&self, c: &Conn, a: i32, b: i32) -> std::result::Result<(), tokio_postgres::Error> {
+        c.client.batch_execute(self.spec.isolation.sql()).await?;
+        c.client.execute(&c.update, &[&a]).await?;
+        if self.spec.hold_ms > 0.0 {
+            tokio::time::sleep(Duration::from_secs_f64(self.spec.hold_ms / 1e3)).await;
+        }
+        c.client.execute(&c.update, &[&b]).await?;
+        c.client.batch_execute("COMMIT").await
+    }
+}
+
+/// One point of the service curve: `n` closed-loop clients on the pool for a while.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct CurvePoint {
+    /// Clients, each sending its next transaction when the last one answered.
+    pub n: usize,
+    /// Successful transactions per second.
+    pub rate: f64,
+    /// Failed transactions (after their retries) per second.
+    pub failed_rate: f64,
+    /// Mean time of a successful transaction, retries included \[ms\].
+    pub mean_ms: f64,
+}
+
+/// The service curve X(n): for each `n` of `ns`, `n` closed-loop clients call the backend
+/// directly (no limiter) for `secs`. Inside the run's runtime.
+pub(crate) async fn curve(pg: &Pg, ns: &[usize], secs: Duration) -> Vec<CurvePoint> {
+    let mut out = Vec::with_capacity(ns.len());
+    for &n in ns {
+        let end = tokio::time::Instant::now() + secs;
+        let start = tokio::time::Instant::now();
+        let clients: Vec<_> = (0..n)
+            .map(|_| {
+                let pg = pg.clone();
+                tokio::spawn(async move {
+                    let (mut ok, mut failed, mut busy) = (0u64, 0u64, 0.0f64);
+                    while tokio::time::Instant::now() < end {
+                        let t = tokio::time::Instant::now();
+                        match pg.clone().call().await {
+                            Ok(()) => {
+                                ok += 1;
+                                busy += t.elapsed().as_secs_f64();
+                            }
+                            Err(_) => failed += 1,
+                        }
+                    }
+                    (ok, failed, busy)
+                })
+            })
+            .collect();
+        let (mut ok, mut failed, mut busy) = (0u64, 0u64, 0.0f64);
+        for c in clients {
+            if let Ok((o, f, b)) = c.await {
+                ok += o;
+                failed += f;
+                busy += b;
+            }
+        }
+        let took = start.elapsed().as_secs_f64().max(1e-9);
+        out.push(CurvePoint {
+            n,
+            rate: ok as f64 / took,
+            failed_rate: failed as f64 / took,
+            mean_ms: if ok > 0 { busy / ok as f64 * 1e3 } else { f64::NAN },
+        });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_password_is_never_shown() {
+        assert_eq!(redacted("postgres://u:secret@127.0.0.1:5432/db"), "postgres://u:***@127.0.0.1:5432/db");
+        assert_eq!(redacted("postgres://u@127.0.0.1/db"), "postgres://u@127.0.0.1/db");
+        assert_eq!(redacted("host=/tmp user=postgres"), "host=/tmp user=postgres");
+        assert_eq!(redacted("host=/tmp password=p4ss user=u"), "host=/tmp password=*** user=u");
+    }
+
+    #[test]
+    fn isolation_levels_parse_by_name() {
+        for i in [Isolation::Serializable, Isolation::RepeatableRead, Isolation::ReadCommitted] {
+            assert_eq!(Isolation::parse(i.name()), Some(i));
+        }
+        assert_eq!(Isolation::parse("snapshot"), None);
+    }
+}

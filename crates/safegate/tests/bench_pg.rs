@@ -1,0 +1,119 @@
+//! `safegate bench overload` in front of a real PostgreSQL (a server of the test's own,
+//! `pg/mod.rs`): the service curve is measured before the runs, the oracle is the best of a
+//! sweep of fixed limits in the same run, failed transactions are counted as failures, and
+//! the PostgreSQL flags are checked like every other flag. Short runs: the figures
+//! themselves are measured by the command in BENCHMARKS.md, not asserted here.
+
+mod pg;
+
+use std::process::{Command, Output};
+
+fn safegate(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_safegate")).args(args).env_remove("SAFEGATE_PG_URL").output().expect("runs")
+}
+
+#[test]
+fn a_postgres_run_measures_the_curve_and_sweeps_the_oracle() {
+    let server = pg::PgServer::start();
+    let out = safegate(&[
+        "bench",
+        "overload",
+        "--pg-url",
+        server.url(),
+        "--scenarios",
+        "pg-1.5x",
+        "--stacks",
+        "tower-limit-oracle,safegate",
+        "--secs",
+        "2",
+        "--pg-curve-secs",
+        "0.3",
+        "--pg-pool",
+        "16",
+        "--pause-ms",
+        "50",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON document");
+    // The password-free URL is shown; the spec is in the settings.
+    assert_eq!(v["settings"]["postgres"]["spec"]["pool"], 16, "{}", v["settings"]);
+    let s = &v["scenarios"][0];
+    assert_eq!(s["name"], "pg-1.5x");
+    // The curve: one point per client count up to the pool, each with a rate.
+    let curve = s["curve"].as_array().expect("a measured curve");
+    let ns: Vec<u64> = curve.iter().map(|p| p["n"].as_u64().unwrap()).collect();
+    assert_eq!(ns, [1, 2, 3, 4, 6, 8, 12, 16]);
+    assert!(curve.iter().all(|p| p["rate"].as_f64().is_some_and(|r| r >= 0.0)), "{curve:?}");
+    assert!(curve[0]["rate"].as_f64().unwrap() > 10.0, "one client commits transactions: {curve:?}");
+    // The oracle is the best of the fixed limits run, and every stack ran under the same load.
+    let runs = s["runs"].as_array().expect("runs");
+    let fixed: Vec<&serde_json::Value> =
+        runs.iter().filter(|r| r["stack"].as_str().is_some_and(|n| n.starts_with("tower-limit-"))).collect();
+    assert!(!fixed.is_empty() && fixed.len() <= 5, "{runs:?}");
+    let best = fixed.iter().map(|r| r["goodput_rps"].as_f64().unwrap()).fold(0.0, f64::max);
+    let oracle = s["oracle"].as_str().expect("an oracle");
+    let oracle_run = runs.iter().find(|r| r["stack"] == oracle).expect("the oracle's run");
+    assert_eq!(oracle_run["goodput_rps"].as_f64().unwrap(), best);
+    assert!(best > 0.0, "a fixed limit commits transactions: {runs:?}");
+    let safegate = runs.iter().find(|r| r["stack"] == "safegate").expect("safegate's run");
+    assert!(safegate["goodput_rps"].as_f64().unwrap() > 0.0, "{safegate}");
+    assert!(safegate["limit_timeline"].as_array().is_some_and(|l| !l.is_empty()), "{safegate}");
+}
+
+#[test]
+fn postgres_flags_are_checked_and_name_themselves() {
+    // A pg-* scenario with no database.
+    let out = safegate(&["bench", "overload", "--scenarios", "pg-3x", "--secs", "1"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--pg-url"), "{err}");
+    for (flag, value) in [
+        ("--pg-rows", "1"),
+        ("--pg-hold-ms", "-1"),
+        ("--pg-hold-ms", "NaN"),
+        ("--pg-pool", "0"),
+        ("--pg-retries", "101"),
+        ("--pg-curve-secs", "0"),
+    ] {
+        let arg = format!("{flag}={value}");
+        let out = safegate(&[
+            "bench",
+            "overload",
+            "--pg-url",
+            "postgres://postgres@127.0.0.1:1/none",
+            "--scenarios",
+            "pg-1.5x",
+            &arg,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{flag} {value}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
+    let out = safegate(&[
+        "bench",
+        "overload",
+        "--pg-url",
+        "postgres://postgres@127.0.0.1:1/none",
+        "--scenarios",
+        "pg-1.5x",
+        "--pg-isolation",
+        "snapshot",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--pg-isolation"));
+    // A database nobody serves: a clear error naming it (no password shown), exit 2.
+    let out = safegate(&[
+        "bench",
+        "overload",
+        "--pg-url",
+        "postgres://u:secret@127.0.0.1:1/none",
+        "--scenarios",
+        "pg-1.5x",
+        "--secs",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("127.0.0.1:1") && !err.contains("secret"), "{err}");
+}
