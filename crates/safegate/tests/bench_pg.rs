@@ -61,6 +61,14 @@ fn a_postgres_run_measures_the_curve_and_sweeps_the_oracle() {
     assert!(safegate["limit_timeline"].as_array().is_some_and(|l| !l.is_empty()), "{safegate}");
 }
 
+/// `bench overload --pg-url URL --scenarios pg-1.5x` with `extra` flags (nothing listens on
+/// port 1: a run that got past its checks fails to connect).
+fn against(url: &str, extra: &[&str]) -> Output {
+    let mut args = vec!["bench", "overload", "--pg-url", url, "--scenarios", "pg-1.5x"];
+    args.extend_from_slice(extra);
+    safegate(&args)
+}
+
 #[test]
 fn postgres_flags_are_checked_and_name_themselves() {
     // A pg-* scenario with no database.
@@ -68,6 +76,7 @@ fn postgres_flags_are_checked_and_name_themselves() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("--pg-url"), "{err}");
+    let nobody = "postgres://postgres@127.0.0.1:1/none";
     for (flag, value) in [
         ("--pg-rows", "1"),
         ("--pg-hold-ms", "-1"),
@@ -75,44 +84,15 @@ fn postgres_flags_are_checked_and_name_themselves() {
         ("--pg-pool", "0"),
         ("--pg-retries", "101"),
         ("--pg-curve-secs", "0"),
+        ("--pg-isolation", "snapshot"),
     ] {
-        let arg = format!("{flag}={value}");
-        let out = safegate(&[
-            "bench",
-            "overload",
-            "--pg-url",
-            "postgres://postgres@127.0.0.1:1/none",
-            "--scenarios",
-            "pg-1.5x",
-            &arg,
-        ]);
+        let out = against(nobody, &[&format!("{flag}={value}")]);
         assert_eq!(out.status.code(), Some(2), "{flag} {value}");
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(flag), "{flag} {value}: {err}");
     }
-    let out = safegate(&[
-        "bench",
-        "overload",
-        "--pg-url",
-        "postgres://postgres@127.0.0.1:1/none",
-        "--scenarios",
-        "pg-1.5x",
-        "--pg-isolation",
-        "snapshot",
-    ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--pg-isolation"));
     // A database nobody serves: a clear error naming it (no password shown), exit 2.
-    let out = safegate(&[
-        "bench",
-        "overload",
-        "--pg-url",
-        "postgres://u:secret@127.0.0.1:1/none",
-        "--scenarios",
-        "pg-1.5x",
-        "--secs",
-        "1",
-    ]);
+    let out = against("postgres://u:secret@127.0.0.1:1/none", &["--secs", "1"]);
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("127.0.0.1:1") && !err.contains("secret"), "{err}");

@@ -141,7 +141,6 @@ impl Peak {
             && service > STALL * o.floor + self.cfg.latency_floor
             && service - o.floor >= OPEN_STALL;
         if stall {
-            self.service_floor.note(o.floor, obs.now);
             self.stall_at(self.target, obs.now);
             return self.end_opening(self.home);
         }
@@ -160,7 +159,6 @@ impl Peak {
             // Past the knee: the climb starts from the last level served at the floor.
             self.ceiling = Some(self.target);
             let home = o.verified.unwrap_or(self.target);
-            self.service_floor.note(o.floor, obs.now);
             return self.end_opening(home);
         }
         o.floor = o.floor.min(service);

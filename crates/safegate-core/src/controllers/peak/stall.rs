@@ -13,8 +13,10 @@
 //! service time; a fixed limit of 3 never stalled.
 //!
 //! So a trial is *stalled* when its mean service time is more than [`STALL`] times the
-//! **service floor** plus `latency_floor`. The floor is the shortest service time of any
-//! trial (saturated or not), remembered across trials and bins (a bin's own service time
+//! **service floor** plus `latency_floor`. The floor is the shortest mean service time of
+//! any of the climb's trials (saturated or not; not the opening's per-decision samples,
+//! whose minimum is biased low, and in queue mode far below the service time), remembered
+//! across trials and bins (a bin's own service time
 //! goes stale in 3 s, and a level that stalled had no fresh neighbour to compare with): it
 //! rises by half every [`FLOOR_RISE`] seconds unless a trial renews it (a backend that got
 //! slower for good is not taken for a stalled one for long), and a stalled trial never
