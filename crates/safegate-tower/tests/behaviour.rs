@@ -604,3 +604,66 @@ fn decisions_go_on_after_a_controller_panicked() {
     }
     assert_eq!(layer.snapshot().decisions, 4, "decisions resume after the panic");
 }
+
+/// A nominal controller that admits everything and records what each decision saw:
+/// completions, summed latency and summed wait.
+struct Record(Arc<std::sync::Mutex<Vec<(f64, f64, f64)>>>);
+impl Policy for Record {
+    fn decide(&mut self, obs: &Observation) -> Action {
+        self.0.lock().unwrap().push((obs.completed, obs.latency_total, obs.wait_total));
+        Action::admit(1.0)
+    }
+    fn name(&self) -> &'static str {
+        "record"
+    }
+}
+
+/// Queue mode: the latency and wait a decision sees are of the same requests, those that
+/// left. One slot; A is served 100 ms while B, C wait; when A leaves, B starts after a
+/// 100-ms wait. A decision then sees one departure of 100 ms latency and no wait (service
+/// 100 ms): B's wait belongs to B's departure. Charging it when B took its slot read as a
+/// service time of 0, and a controller judging the service time (`peak`'s stalls) took the
+/// next period's true 100 ms for a stall.
+#[tokio::test]
+async fn queue_mode_charges_a_wait_with_its_requests_departure() {
+    let mock = safegate_tower::ManualClock::new();
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let layer = AdmissionLayer::builder()
+        .nominal(Box::new(Record(seen.clone())))
+        .max_concurrency(1)
+        .queue(8, Duration::from_secs(30))
+        .capacity(1000)
+        .timing_sample(1)
+        .clock(mock.clone())
+        .build()
+        .unwrap();
+    let svc = layer.layer(held());
+    let settle = || tokio::time::sleep(Duration::from_millis(20));
+    let spawn_one = |hold: &mut Vec<oneshot::Sender<()>>| {
+        let (tx, rx) = oneshot::channel();
+        hold.push(tx);
+        tokio::spawn(svc.clone().oneshot(rx))
+    };
+    let mut hold = Vec::new();
+    let a = spawn_one(&mut hold);
+    settle().await;
+    let _b = spawn_one(&mut hold);
+    let _c = spawn_one(&mut hold);
+    settle().await;
+    assert_eq!((layer.snapshot().in_flight, layer.snapshot().waiting), (1, 2));
+    mock.advance(Duration::from_millis(100));
+    hold.remove(0).send(()).unwrap();
+    a.await.unwrap().unwrap();
+    settle().await;
+    assert_eq!((layer.snapshot().in_flight, layer.snapshot().waiting), (1, 1), "B took A's slot");
+    // A decision after the period: offered by a fourth request (it waits too).
+    mock.advance(Duration::from_millis(60));
+    let _d = spawn_one(&mut hold);
+    settle().await;
+    let seen = seen.lock().unwrap().clone();
+    let &(completed, latency, wait) = seen.last().unwrap();
+    assert_eq!(completed, 1.0, "{seen:?}");
+    let service = (latency - wait) / completed;
+    assert!((service - 0.1).abs() < 0.005, "a service time of {service} s seen for 0.1 s: {seen:?}");
+    drop(hold);
+}

@@ -181,7 +181,7 @@ impl<S, C, K: Clone> Admission<S, C, K> {
     where
         S: Service<Req>,
     {
-        let permit = Permit::new(slot, &self.shared, start_raw);
+        let permit = Permit::new(slot, &self.shared, start_raw, 0);
         ResponseFuture::running(self.inner.call(req), permit, self.outcome.clone())
     }
 }

@@ -38,14 +38,18 @@ pub(crate) struct Permit {
     _wake: Option<WakeOnDrop>,
     /// The arrival time, for a timed request.
     start_raw: Option<u64>,
+    /// A timed request's wait for its slot \[ns\] (queue mode), recorded with its latency
+    /// when it leaves, so that a period's latency and wait sums are of the same requests.
+    waited_ns: u64,
     pub(super) outcome: Outcome,
 }
 
 impl Permit {
-    /// The permit of a request that has just taken `slot` in `owner`'s gate word.
-    pub(super) fn new(slot: Slot<Shared>, owner: &Arc<Owner<Shared>>, start_raw: Option<u64>) -> Self {
+    /// The permit of a request that has just taken `slot` in `owner`'s gate word, after
+    /// waiting `waited_ns` for it (0 in reject mode).
+    pub(super) fn new(slot: Slot<Shared>, owner: &Arc<Owner<Shared>>, start_raw: Option<u64>, waited_ns: u64) -> Self {
         let wake = matches!(owner.settings.mode, Mode::Queue { .. }).then(|| WakeOnDrop(owner.clone()));
-        Permit { slot, _wake: wake, start_raw, outcome: Outcome::Pending }
+        Permit { slot, _wake: wake, start_raw, waited_ns, outcome: Outcome::Pending }
     }
 
     /// Bookkeeping before the slot goes: timed, cancelled or failed requests.
@@ -56,6 +60,9 @@ impl Permit {
         if let Some(start) = self.start_raw {
             let ns = sh.clock.delta_as_nanos(start, sh.clock.raw());
             d.latency_ns.fetch_add(ns, Ordering::Relaxed);
+            if self.waited_ns > 0 {
+                d.wait_ns.fetch_add(self.waited_ns, Ordering::Relaxed);
+            }
             d.timed.fetch_add(1, Ordering::Relaxed);
             #[cfg(feature = "metrics")]
             crate::metrics::record_latency(&sh.latency, ns);
@@ -118,12 +125,13 @@ pub(super) fn wait_for_slot(guard: WaitGuard, class: usize, start_raw: Option<u6
             notified.as_mut().enable();
             let limit = sh.classes[class].limit.load(Ordering::Relaxed);
             if let Some(slot) = sh.try_acquire(limit) {
-                if let Some(start) = start_raw {
-                    let waited = sh.clock.delta_as_nanos(start, sh.clock.raw());
-                    sh.done.0.wait_ns.fetch_add(waited, Ordering::Relaxed);
-                }
+                // Charged when the request leaves (`Permit::account`), with its latency: a
+                // wait added here, at the start of service, would belong to another period's
+                // completions than its latency, and while a queue builds the period's mean
+                // wait would run ahead of its mean latency and read as a short service.
+                let waited = start_raw.map_or(0, |start| sh.clock.delta_as_nanos(start, sh.clock.raw()));
                 drop(guard);
-                return Ok(Permit::new(slot, &sh, start_raw));
+                return Ok(Permit::new(slot, &sh, start_raw, waited));
             }
             if tokio::time::timeout_at(until, notified).await.is_err() {
                 drop(guard);
