@@ -69,6 +69,14 @@ impl Isolation {
     }
 }
 
+impl std::str::FromStr for Isolation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Isolation::parse(s).ok_or_else(|| format!("{s:?}: expected serializable, repeatable-read or read-committed"))
+    }
+}
+
 /// The transaction and its pool, checked by the overload bench's settings.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PgSpec {
@@ -85,6 +93,14 @@ pub struct PgSpec {
     pub pool: usize,
     /// Retries of a transaction that failed to serialize (or deadlocked).
     pub retries: u32,
+}
+
+impl PgSpec {
+    /// The database's URL: `given`, else the environment's `SAFEGATE_PG_URL` (an empty one
+    /// is unset); `None` when neither names one.
+    pub fn url_or_env(given: Option<&str>) -> Option<String> {
+        given.map(str::to_owned).or_else(|| std::env::var("SAFEGATE_PG_URL").ok().filter(|u| !u.is_empty()))
+    }
 }
 
 /// One pooled connection with its prepared update.
@@ -329,5 +345,6 @@ mod tests {
             assert_eq!(Isolation::parse(i.name()), Some(i));
         }
         assert_eq!(Isolation::parse("snapshot"), None);
+        assert!("snapshot".parse::<Isolation>().unwrap_err().contains("read-committed"));
     }
 }

@@ -88,8 +88,8 @@ pub(super) struct OverloadArgs {
     #[arg(long, default_value_t = 2.0, value_name = "MS")]
     pg_hold_ms: f64,
     /// PostgreSQL: isolation level (serializable, repeatable-read, read-committed).
-    #[arg(long, default_value = "serializable", value_name = "LEVEL")]
-    pg_isolation: String,
+    #[arg(long, default_value = "serializable", value_name = "LEVEL", value_parser = str::parse::<Isolation>)]
+    pg_isolation: Isolation,
     /// PostgreSQL: connections in the application's pool.
     #[arg(long, default_value_t = 64, value_name = "N")]
     pg_pool: usize,
@@ -115,23 +115,15 @@ enum ArrivalsArg {
 
 impl OverloadArgs {
     /// The PostgreSQL backend, when a URL is given (flag, or SAFEGATE_PG_URL).
-    fn postgres(&self) -> Result<Option<PgSpec>> {
-        let url = self.pg_url.clone().or_else(|| std::env::var("SAFEGATE_PG_URL").ok().filter(|u| !u.is_empty()));
-        let Some(url) = url else { return Ok(None) };
-        let isolation = Isolation::parse(&self.pg_isolation).ok_or_else(|| {
-            anyhow::anyhow!(
-                "--pg-isolation {:?}: expected serializable, repeatable-read or read-committed",
-                self.pg_isolation
-            )
-        })?;
-        Ok(Some(PgSpec {
+    fn postgres(&self) -> Option<PgSpec> {
+        PgSpec::url_or_env(self.pg_url.as_deref()).map(|url| PgSpec {
             url,
             rows: self.pg_rows,
             hold_ms: self.pg_hold_ms,
-            isolation,
+            isolation: self.pg_isolation,
             pool: self.pg_pool,
             retries: self.pg_retries,
-        }))
+        })
     }
 
     fn spec(&self, knee: usize, base_ms: f64, postgres: Option<PgSpec>) -> OverloadSpec {
@@ -170,7 +162,7 @@ impl OverloadArgs {
 /// pair checked before the first runs.
 pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
     let pairs = sweep::pairs(&a.knee, &a.base_ms, a.sweep).map_err(flagged)?;
-    let postgres = a.postgres()?;
+    let postgres = a.postgres();
     let benches: Vec<(usize, f64, Overload)> = pairs
         .iter()
         .map(|&(k, b)| Overload::new(&a.spec(k, b, postgres.clone())).map(|o| (k, b, o)).map_err(flagged))
