@@ -51,17 +51,6 @@ pub struct Peak {
     /// The grid point whose service time rose in the opening: the first probe round stays
     /// below it.
     pub(super) ceiling: Option<usize>,
-    /// The grid point that stalled last (`stall.rs`), and until when nothing at or above it
-    /// is probed \[s\].
-    pub(super) stalled: Option<(usize, f64)>,
-    /// How long the next stall keeps its level out of the climb \[s\], and when the last
-    /// stall was (NaN before the first).
-    pub(super) stall_hold: f64,
-    pub(super) last_stall: f64,
-    /// The grid point of the last stall.
-    pub(super) last_stalled: Option<usize>,
-    /// The shortest service time seen, rising slowly (`stall.rs`).
-    pub(super) service_floor: super::stall::ServiceFloor,
     /// How many times longer than `trial_periods` the last probe ran (at least 1).
     pub(super) stretch: u32,
     pub(super) stage: Stage,
@@ -108,11 +97,6 @@ impl Peak {
             open: cfg.open_start.then(Opening::new),
             calm: 0,
             ceiling: None,
-            stalled: None,
-            stall_hold: super::stall::FIRST_HOLD,
-            last_stall: f64::NAN,
-            last_stalled: None,
-            service_floor: super::stall::ServiceFloor::new(),
             stretch: 1,
             stage: Stage::Measure,
             trial: Trial::default(),

@@ -21,12 +21,6 @@
 //! maximum with the service time still at its floor ends the opening there (a fast
 //! service: the climb keeps the limit out of the way).
 //!
-//! A stall (`stall.rs`) ends it like any rise, on two decisions in a row: acting on one
-//! decision's service time (a single slow decision against the opening's per-decision floor)
-//! halved the opening's first levels of a 50-ms service under a CPU-starved host
-//! (`safegate-tower/tests/http.rs`: 76–129 requests served in 3 s where 4,400 are), and the
-//! climb's trials then needed seconds to get back.
-//!
 //! Failures end it the same way: a backend that answers past its knee with errors (a
 //! database out of connections, a `5xx`) instead of slowly is past its knee when the share
 //! of failed completions ([`Observation::failed`]) rises more than [`FAIL_RISE`] above the

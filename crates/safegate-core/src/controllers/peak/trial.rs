@@ -31,22 +31,6 @@ pub(super) struct Trial {
     pub(super) elapsed: f64,
     pub(super) busy: f64,
     pub(super) max_in_flight: f64,
-    /// Sum and sum of squares of the periods' good rates \[req/s\]: their spread is the
-    /// noise a comparison of two bins must see through.
-    pub(super) rate_sum: f64,
-    pub(super) rate_sq: f64,
-}
-
-impl Trial {
-    /// The sample variance of the trial's period rates (NaN with fewer than two periods).
-    pub(super) fn period_variance(&self) -> f64 {
-        let n = f64::from(self.periods);
-        if n < 2.0 {
-            return f64::NAN;
-        }
-        let mean = self.rate_sum / n;
-        ((self.rate_sq - n * mean * mean) / (n - 1.0)).max(0.0)
-    }
 }
 
 /// Where a trial is: settling to its limit, or measuring.
@@ -87,13 +71,6 @@ impl Peak {
                 t.elapsed += elapsed;
                 t.busy += busy;
                 t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
-                if elapsed > 0.0 {
-                    let r = good / elapsed;
-                    if r.is_finite() {
-                        t.rate_sum += r;
-                        t.rate_sq += r * r;
-                    }
-                }
                 let enough = t.periods >= self.trial_len && t.completed >= self.cfg.min_completions;
                 // A long hold at home ends early when home's rate moves off its record (a
                 // health change): the climb starts probing again at once.
