@@ -21,6 +21,18 @@
 //! maximum with the service time still at its floor ends the opening there (a fast
 //! service: the climb keeps the limit out of the way).
 //!
+//! A rise is blamed on the limit only once it is checked. A host that slows every request
+//! alike (a CPU-starved server: a 50-ms handler reading 90 ms whatever the limit) raises
+//! the service time as a knee does, and ending there left the limit at 2 for seconds (the
+//! axum example's flood on a 2-core CI host: 131 of 38,120 requests served in 3 s). So on a
+//! rise the opening steps back to the last level it verified, waits for the load in flight
+//! to come down to it, and measures two windows of completions and a round trip there: back
+//! at the floor, the knee is confirmed and the opening ends; as slow as the level that rose,
+//! the slowdown is not the limit's doing, so the floor is taken from that window and the
+//! opening resumes at the level that rose. A rise at the first level (nothing verified
+//! below it) takes its floor from the rise. At most [`MAX_REBASES`] floors are re-taken: a
+//! backend still slow after that ends the opening at the verified level, as before.
+//!
 //! Failures end it the same way: a backend that answers past its knee with errors (a
 //! database out of connections, a `5xx`) instead of slowly is past its knee when the share
 //! of failed completions ([`Observation::failed`]) rises more than [`FAIL_RISE`] above the
@@ -46,6 +58,10 @@ const RISE: f64 = 0.5;
 /// The share of failed completions may rise by this much above the lowest share seen
 /// before the opening ends (see the module docs).
 const FAIL_RISE: f64 = 0.1;
+
+/// Most floors the opening re-takes after a rise its check did not confirm (see the
+/// module docs).
+const MAX_REBASES: u8 = 3;
 
 /// Decisions in the opening come this share of the period apart (when the actuator can
 /// decide that often: the tower layer does, the simulators decide every step anyway).
@@ -76,6 +92,18 @@ pub(super) struct Opening {
     busy: f64,
     offered: f64,
     admitted: f64,
+    /// A rise being checked at the last verified level.
+    check: Option<Check>,
+    /// Floors re-taken so far.
+    rebases: u8,
+}
+
+/// A rise's check: the level that rose, and the window measured at the verified level once
+/// the load in flight came down to it (completed, busy time, failed, time at its start).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Check {
+    risen: usize,
+    window: Option<(f64, f64, f64, f64)>,
 }
 
 impl Opening {
@@ -93,6 +121,8 @@ impl Opening {
             busy: f64::NAN,
             offered: f64::NAN,
             admitted: f64::NAN,
+            check: None,
+            rebases: 0,
         }
     }
 }
@@ -115,6 +145,9 @@ impl Peak {
         o.pressed |= filled || turned_away;
         o.offered = obs.offered;
         o.admitted = obs.admitted;
+        if let Some(c) = o.check {
+            return self.check_rise(o, c, obs, busy);
+        }
         let done = obs.completed - o.completed;
         let service = (busy - o.busy) / done;
         if !(done >= 1.0 && service.is_finite() && service >= 0.0) {
@@ -138,10 +171,31 @@ impl Peak {
             return;
         }
         if rose {
-            // Past the knee: the climb starts from the last level served at the floor.
-            self.ceiling = Some(self.target);
-            let home = o.verified.unwrap_or(self.target);
-            return self.end_opening(home);
+            o.rising = false;
+            match o.verified {
+                // Checked at the level below before it is blamed on the limit.
+                Some(v) if v < self.target && o.rebases < MAX_REBASES => {
+                    o.check = Some(Check { risen: self.target, window: None });
+                    self.target = v;
+                    self.home = v;
+                    self.open = Some(o);
+                    return;
+                }
+                // Risen at the first level: the limit did not move, so it did not cause it.
+                None if o.rebases < MAX_REBASES => {
+                    o.rebases += 1;
+                    o.floor = service;
+                    o.fail_floor = fail_share;
+                    self.open = Some(o);
+                    return;
+                }
+                // Past the knee: the climb starts from the last level served at the floor.
+                _ => {
+                    self.ceiling = Some(self.target);
+                    let home = o.verified.unwrap_or(self.target);
+                    return self.end_opening(home);
+                }
+            }
         }
         o.floor = o.floor.min(service);
         o.fail_floor = o.fail_floor.min(fail_share);
@@ -163,6 +217,50 @@ impl Peak {
             o.done_at_raise = obs.completed;
             o.pressed = false;
         }
+        self.open = Some(o);
+    }
+
+    /// One decision while a rise is checked at the verified level (`self.target`): wait
+    /// for the load in flight to come down to it, measure two windows of completions and a
+    /// round trip, then end the opening (back at the floor: a knee) or re-take the floor
+    /// and resume at the level that rose (as slow: not the limit's doing).
+    fn check_rise(&mut self, mut o: Opening, mut c: Check, obs: &Observation, busy: f64) {
+        let limit = f64::from(self.limit());
+        let Some((done0, busy0, failed0, since)) = c.window else {
+            if self.cfg.actuator.in_flight(obs).is_none_or(|v| v <= limit) {
+                c.window = Some((obs.completed, busy, obs.failed, obs.now));
+            }
+            o.check = Some(c);
+            self.open = Some(o);
+            return;
+        };
+        let done = obs.completed - done0;
+        let service = (busy - busy0) / done;
+        let enough = done >= 2.0 * limit && service.is_finite() && obs.now - since >= 2.0 * service;
+        if !enough {
+            o.check = Some(c);
+            self.open = Some(o);
+            return;
+        }
+        let fail_share = ((obs.failed - failed0) / done).clamp(0.0, 1.0);
+        let healthy = service <= (1.0 + RISE) * o.floor + self.cfg.latency_floor
+            && !(o.fail_floor.is_finite() && fail_share > o.fail_floor + FAIL_RISE);
+        if healthy {
+            // The knee: the climb starts here and does not probe the level that rose first.
+            self.ceiling = Some(c.risen);
+            return self.end_opening(self.target);
+        }
+        // As slow below: re-take the floor and go back to the level that rose.
+        o.check = None;
+        o.rebases += 1;
+        o.floor = service.max(0.0);
+        o.fail_floor = fail_share;
+        (o.completed, o.busy, o.failed) = (obs.completed, busy, obs.failed);
+        o.raised_at = obs.now;
+        o.done_at_raise = obs.completed;
+        o.pressed = false;
+        self.target = c.risen;
+        self.home = c.risen;
         self.open = Some(o);
     }
 

@@ -388,3 +388,25 @@ fn a_fast_service_is_opened_to_the_maximum_at_once() {
     assert!(shed <= 0.03, "{shed}");
     assert!(t.rejected(0.05, 1.0) == 0.0, "{}", t.rejected(0.05, 1.0));
 }
+
+/// A host that slows every request alike (a CPU-starved server: a 50-ms handler reads 90 ms
+/// whatever the limit) during the opening is not a knee: the service time rose without
+/// the limit having caused it. The opening checks a rise at the last level it verified
+/// before it ends there, and carries on when that level is as slow, so the limit still
+/// opens to what the load needs (a 50-ms service at 4,000 req/s: 256, the maximum) instead
+/// of holding 2 for seconds.
+#[test]
+fn a_host_slowdown_in_the_opening_is_not_taken_for_a_knee() {
+    // Slowed at once (at the opening's first level), after the first doubling, and later.
+    for slow_at in [0.12, 0.3, 0.02] {
+        let b = Backend { base: 0.05, knee: 1e6, flat: true };
+        let mut p = pool(Actuator::InFlight);
+        let mut m = Model::new(4000.0, b);
+        let mut t = Trace::default();
+        m.run(&mut p, slow_at, 5, &mut t);
+        m.backend.base = 0.09;
+        m.run(&mut p, 3.0, 5, &mut t);
+        let carried = t.throughput(1.5, 3.0) / (256.0 / 0.09);
+        assert!(carried >= 0.85, "slowed at {slow_at} s: {carried:.2} of 256/90 ms, limits {:?}", t.range(1.5, 3.0));
+    }
+}
