@@ -14,24 +14,29 @@
 //! pressed the limit, one round trip (twice the measured service time) and two windows of
 //! completions (`2·L`, so that the requests that entered at the new level are among them)
 //! have passed, with the service time at its floor `S₀` (the lowest seen): `S ≤ (1 +
-//! RISE)·S₀ + latency_floor`. Two decisions in a row whose service time is above that end
-//! the opening (one alone can be a scheduler's hiccup on a fast service): the backend
-//! slowed with the load, the knee is between the last level verified at the
+//! RISE)·S₀ + latency_floor`. `S` is the mean over the level's own completions (all since
+//! the limit last changed, judged once there are half a window of them, at least 2): one
+//! completion's time on a starved host is noise, and two of 77 ms at a floor of 51 ms
+//! once ended the opening at 2. Two decisions in a row whose `S` is above that bound mean
+//! the backend slowed with the load: the knee is between the last level verified at the
 //! floor and the one being tried, and the climb starts at the verified level. Reaching the
 //! maximum with the service time still at its floor ends the opening there (a fast
 //! service: the climb keeps the limit out of the way).
 //!
 //! A rise is blamed on the limit only once it is checked. A host that slows every request
-//! alike (a CPU-starved server: a 50-ms handler reading 90 ms whatever the limit) raises
+//! alike (a CPU-starved server: a 50-ms handler reading 80 ms whatever the limit) raises
 //! the service time as a knee does, and ending there left the limit at 2 for seconds (the
 //! axum example's flood on a 2-core CI host: 131 of 38,120 requests served in 3 s). So on a
 //! rise the opening steps back to the last level it verified, waits for the load in flight
-//! to come down to it, and measures two windows of completions and a round trip there: back
-//! at the floor, the knee is confirmed and the opening ends; as slow as the level that rose,
-//! the slowdown is not the limit's doing, so the floor is taken from that window and the
-//! opening resumes at the level that rose. A rise at the first level (nothing verified
-//! below it) takes its floor from the rise. At most [`MAX_REBASES`] floors are re-taken: a
-//! backend still slow after that ends the opening at the verified level, as before.
+//! to come down to it, and measures two windows of completions and a round trip there. The
+//! knee is confirmed, and the opening ends, when that level is back at the floor *and* the
+//! level that rose was slower than it by more than half the rise (past a collapsing knee a
+//! doubling multiplies the time by up to 4; a host slowdown is as slow at both levels), or
+//! when the level that rose failed more than it by [`FAIL_RISE`]. Otherwise the slowdown is
+//! not the limit's doing: the floor is taken from the window below and the opening resumes
+//! at the level that rose. A rise at the first level (nothing verified below it) takes its
+//! floor from the rise. At most [`MAX_REBASES`] floors are re-taken; a backend still
+//! rising after that ends the opening at the verified level.
 //!
 //! Failures end it the same way: a backend that answers past its knee with errors (a
 //! database out of connections, a `5xx`) instead of slowly is past its knee when the share
@@ -84,12 +89,12 @@ pub(super) struct Opening {
     rising: bool,
     /// The lowest share of failed completions seen between two decisions (∞ before).
     fail_floor: f64,
-    /// Failures at the last decision that saw completions.
-    failed: f64,
-    /// The counters at the last decision that saw completions: completed, busy time
-    /// (latency − wait), offered, admitted.
+    /// Busy time (latency − wait) and failures when the limit last changed.
+    busy_at_raise: f64,
+    failed_at_raise: f64,
+    /// Completions at the last decision that saw some; offered and admitted at the last
+    /// decision.
     completed: f64,
-    busy: f64,
     offered: f64,
     admitted: f64,
     /// A rise being checked at the last verified level.
@@ -103,6 +108,10 @@ pub(super) struct Opening {
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Check {
     risen: usize,
+    /// The service time of the level that rose \[s\].
+    risen_service: f64,
+    /// The share of failed completions of the level that rose.
+    risen_fail: f64,
     window: Option<(f64, f64, f64, f64)>,
 }
 
@@ -116,14 +125,26 @@ impl Opening {
             done_at_raise: f64::NAN,
             rising: false,
             fail_floor: f64::INFINITY,
-            failed: f64::NAN,
+            busy_at_raise: f64::NAN,
+            failed_at_raise: f64::NAN,
             completed: f64::NAN,
-            busy: f64::NAN,
             offered: f64::NAN,
             admitted: f64::NAN,
             check: None,
             rebases: 0,
         }
+    }
+}
+
+impl Opening {
+    /// The limit changed (or the floor was re-taken) at `obs`: the level's sample starts
+    /// here, and the load must press the new limit before it is verified.
+    fn restart_level(&mut self, obs: &Observation, busy: f64) {
+        self.raised_at = obs.now;
+        self.done_at_raise = obs.completed;
+        self.busy_at_raise = busy;
+        self.failed_at_raise = obs.failed;
+        self.pressed = false;
     }
 }
 
@@ -134,10 +155,8 @@ impl Peak {
         let Some(mut o) = self.open else { return };
         let busy = obs.latency_total - obs.wait_total;
         if o.completed.is_nan() {
-            (o.completed, o.busy, o.offered, o.admitted) = (obs.completed, busy, obs.offered, obs.admitted);
-            o.failed = obs.failed;
-            o.raised_at = obs.now;
-            o.done_at_raise = obs.completed;
+            (o.completed, o.offered, o.admitted) = (obs.completed, obs.offered, obs.admitted);
+            o.restart_level(obs, busy);
         }
         let limit = f64::from(self.limit());
         let turned_away = (obs.offered - o.offered) - (obs.admitted - o.admitted) > 0.5;
@@ -148,17 +167,21 @@ impl Peak {
         if let Some(c) = o.check {
             return self.check_rise(o, c, obs, busy);
         }
-        let done = obs.completed - o.completed;
-        let service = (busy - o.busy) / done;
-        if !(done >= 1.0 && service.is_finite() && service >= 0.0) {
-            // Nothing completed since the last look (or garbage): nothing to learn yet.
+        // The level's sample: every completion since the limit last changed, judged once it
+        // holds half a window (at least 2). One completion's service time on a starved host
+        // is noise (two of 77 ms at a floor of 51 ms ended the opening at 2 on CI); the mean
+        // of the level's requests is what the limit did.
+        let fresh = obs.completed - o.completed;
+        let done = obs.completed - o.done_at_raise;
+        let service = (busy - o.busy_at_raise) / done;
+        let sampled = done >= (0.5 * limit).max(2.0) && service.is_finite() && service >= 0.0;
+        if !(fresh >= 1.0 && sampled) {
+            // Nothing completed since the last look, too few at this level (or garbage).
             self.open = Some(o);
             return;
         }
-        let fail_share = ((obs.failed - o.failed) / done).clamp(0.0, 1.0);
+        let fail_share = ((obs.failed - o.failed_at_raise) / done).clamp(0.0, 1.0);
         o.completed = obs.completed;
-        o.busy = busy;
-        o.failed = obs.failed;
         let slower = o.floor.is_finite() && service > (1.0 + RISE) * o.floor + self.cfg.latency_floor;
         let failing = o.fail_floor.is_finite() && fail_share > o.fail_floor + FAIL_RISE;
         let risen = slower || failing;
@@ -175,7 +198,7 @@ impl Peak {
             match o.verified {
                 // Checked at the level below before it is blamed on the limit.
                 Some(v) if v < self.target && o.rebases < MAX_REBASES => {
-                    o.check = Some(Check { risen: self.target, window: None });
+                    o.check = Some(Check { risen: self.target, risen_service: service, risen_fail: fail_share, window: None });
                     self.target = v;
                     self.home = v;
                     self.open = Some(o);
@@ -186,6 +209,7 @@ impl Peak {
                     o.rebases += 1;
                     o.floor = service;
                     o.fail_floor = fail_share;
+                    o.restart_level(obs, busy);
                     self.open = Some(o);
                     return;
                 }
@@ -203,7 +227,7 @@ impl Peak {
         // two windows of completions since the limit doubled, so that the requests that
         // entered at the new level (the slowest, past a knee) are among those measured.
         let round_trip = obs.now - o.raised_at >= 2.0 * service;
-        let windows = obs.completed - o.done_at_raise >= 2.0 * limit;
+        let windows = done >= 2.0 * limit;
         if o.pressed && round_trip && windows {
             o.verified = Some(self.target);
             let last = self.grid.len() - 1;
@@ -213,9 +237,7 @@ impl Peak {
             let want = 2.0 * limit;
             self.target = self.grid.iter().rposition(|&g| f64::from(g) <= want).unwrap_or(last).max(self.target + 1);
             self.home = self.target;
-            o.raised_at = obs.now;
-            o.done_at_raise = obs.completed;
-            o.pressed = false;
+            o.restart_level(obs, busy);
         }
         self.open = Some(o);
     }
@@ -243,9 +265,15 @@ impl Peak {
             return;
         }
         let fail_share = ((obs.failed - failed0) / done).clamp(0.0, 1.0);
-        let healthy = service <= (1.0 + RISE) * o.floor + self.cfg.latency_floor
-            && !(o.fail_floor.is_finite() && fail_share > o.fail_floor + FAIL_RISE);
-        if healthy {
+        // A knee: the level below is back at the floor, and the level that rose was slower
+        // than it by more than half the rise (past a collapsing knee the doubling costs
+        // `(n/C)²`; a host that slows every request alike is as slow at both levels).
+        // A knee by failures: the level that rose failed more than the level below does.
+        let quicker = c.risen_service > (1.0 + 0.5 * RISE) * service + self.cfg.latency_floor;
+        let at_floor = service <= (1.0 + RISE) * o.floor + self.cfg.latency_floor;
+        let below_fails = o.fail_floor.is_finite() && fail_share > o.fail_floor + FAIL_RISE;
+        let knee = (quicker && at_floor && !below_fails) || c.risen_fail > fail_share + FAIL_RISE;
+        if knee {
             // The knee: the climb starts here and does not probe the level that rose first.
             self.ceiling = Some(c.risen);
             return self.end_opening(self.target);
@@ -255,10 +283,8 @@ impl Peak {
         o.rebases += 1;
         o.floor = service.max(0.0);
         o.fail_floor = fail_share;
-        (o.completed, o.busy, o.failed) = (obs.completed, busy, obs.failed);
-        o.raised_at = obs.now;
-        o.done_at_raise = obs.completed;
-        o.pressed = false;
+        o.completed = obs.completed;
+        o.restart_level(obs, busy);
         self.target = c.risen;
         self.home = c.risen;
         self.open = Some(o);
