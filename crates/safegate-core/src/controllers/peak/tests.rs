@@ -389,24 +389,72 @@ fn a_fast_service_is_opened_to_the_maximum_at_once() {
     assert!(t.rejected(0.05, 1.0) == 0.0, "{}", t.rejected(0.05, 1.0));
 }
 
-/// A host that slows every request alike (a CPU-starved server: a 50-ms handler reads 90 ms
-/// whatever the limit) during the opening is not a knee: the service time rose without
-/// the limit having caused it. The opening checks a rise at the last level it verified
-/// before it ends there, and carries on when that level is as slow, so the limit still
-/// opens to what the load needs (a 50-ms service at 4,000 req/s: 256, the maximum) instead
-/// of holding 2 for seconds.
+/// A host that slows every request alike (a CPU-starved server: a 50-ms handler reads
+/// 150 ms whatever the limit) from the opening's third request is not a knee: the rise
+/// comes at the first level, where the limit has not moved, so the limit did not cause it.
+/// The opening takes its floor from the rise and goes on to what the load needs instead of
+/// ending at 2, where the climb's trials wait seconds for their completions.
 #[test]
-fn a_host_slowdown_in_the_opening_is_not_taken_for_a_knee() {
-    // Slowed at once (at the opening's first level), after the first doubling, and later.
-    for slow_at in [0.12, 0.3, 0.02] {
-        let b = Backend { base: 0.05, knee: 1e6, flat: true };
-        let mut p = pool(Actuator::InFlight);
-        let mut m = Model::new(4000.0, b);
-        let mut t = Trace::default();
-        m.run(&mut p, slow_at, 5, &mut t);
-        m.backend.base = 0.09;
-        m.run(&mut p, 3.0, 5, &mut t);
-        let carried = t.throughput(1.5, 3.0) / (256.0 / 0.09);
-        assert!(carried >= 0.85, "slowed at {slow_at} s: {carried:.2} of 256/90 ms, limits {:?}", t.range(1.5, 3.0));
+fn a_host_slowdown_at_the_first_level_is_not_taken_for_a_knee() {
+    let mut p = pool(Actuator::InFlight);
+    let limits = discrete_run(&mut p, 0.05, |i| if i >= 2 { 0.1 } else { 0.0 }, 3.0);
+    let top = limits.iter().map(|l| l.1).max().unwrap();
+    assert!(top >= 128, "the opening stopped at {top}: {:?}", &limits[..limits.len().min(80)]);
+}
+
+/// Requests of a fixed service time (a handler that sleeps), one by one: the limit is kept
+/// full by an endless load, the layer decides every 5 ms, and the requests admitted at
+/// the `i`-th admitted takes `extra(i)` longer (a host's hiccup, a host slowed).
+/// Returns the limits decided.
+fn discrete_run(p: &mut Peak, service: f64, extra: impl Fn(usize) -> f64, until: f64) -> Vec<(f64, u32)> {
+    let mut obs = Observation::new(0.0, 0.0, 256.0);
+    let mut inside: Vec<(f64, f64)> = Vec::new(); // (admitted at, leaves at)
+    let (mut admitted, mut limits) = (0usize, Vec::new());
+    let mut k = 0u64;
+    while obs.now < until {
+        obs.now = ((obs.now + DT) * 1e6).round() / 1e6;
+        let now = obs.now;
+        inside.retain(|&(at, leave)| {
+            let gone = leave <= now + 1e-9;
+            if gone {
+                obs.completed += 1.0;
+                obs.latency_total += leave - at;
+            }
+            !gone
+        });
+        let limit = p.limit() as usize;
+        obs.offered += 10.0;
+        while inside.len() < limit {
+            let s = service + extra(admitted);
+            inside.push((now, now + s));
+            admitted += 1;
+            obs.admitted += 1.0;
+        }
+        obs.in_service = inside.len() as f64;
+        obs.queue = obs.in_service;
+        if k % 5 == 0 {
+            p.decide(&obs);
+            limits.push((now, p.limit()));
+        }
+        k += 1;
     }
+    limits
+}
+
+/// Two requests of a 50-ms handler delayed to 77 ms (a CPU-starved host's late wake-ups)
+/// right after the opening's first doubling, at two decisions in a row, do not end it: a level is judged by the mean
+/// of its own completions, not by one decision's one completion (on a 2-core CI host that
+/// ended the opening at 2 and the axum example served 131 requests in a 3-s flood).
+#[test]
+fn a_hiccup_of_two_requests_does_not_end_the_opening() {
+    // Requests 6 and 7 are the first admitted at a limit of 4 (2 + 2 + 2 at the first
+    // level); delayed by 27 and 32 ms they leave at two decisions in a row, each alone.
+    let mut p = pool(Actuator::InFlight);
+    let limits = discrete_run(&mut p, 0.05, |i| match i {
+        6 => 0.027,
+        7 => 0.032,
+        _ => 0.0,
+    }, 1.5);
+    let top = limits.iter().map(|l| l.1).max().unwrap();
+    assert!(top >= 128, "the opening stopped at {top}: {:?}", &limits[..limits.len().min(80)]);
 }
