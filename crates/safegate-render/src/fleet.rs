@@ -1,6 +1,10 @@
 //! The figures of the fleet model's suite (`safegate fleet --sim`).
 
-use safegate_studies::fleet::suite::{PriceRun, Suite};
+use std::fmt::Write as _;
+
+use safegate_sim::heartbeat::DetectorKind;
+use safegate_studies::fleet::stag::{SEED_COSTS, SEED_F_STAR};
+use safegate_studies::fleet::suite::{DelayThreshold, FileRuns, PriceRun, Suite};
 
 use crate::chart::{render, Line, Panel, Rule, PALETTE};
 use crate::numbers::{fixed, number};
@@ -91,4 +95,142 @@ pub fn figures(suite: &Suite, tau: f64, runs: Vec<PriceRun>, p_star: f64) -> Vec
     );
     out.push(("fleet-tipping.svg", svg));
     out
+}
+
+/// What `safegate fleet --sim` prints as text: the suite's five measurements and its
+/// verdicts (`fleet_size` gates in the tipping curve).
+pub fn suite_text(suite: &Suite, fleet_size: usize) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let Suite { uncoordinated, coordinated, detectors: rows, exits, payoffs, tipping, verdicts, fallback, .. } = suite;
+    let DelayThreshold { fleet: dcfg, gain, loop_gain: a, measured, hayes, euler } = &suite.delay;
+    let (a, measured, hayes, euler) = (*a, *measured, *hayes, *euler);
+    writeln!(out, "safegate fleet --sim: the fleet's claims measured in the model (docs/fleet.md)\n")?;
+    writeln!(
+        out,
+        "1. Uncoordinated gates starve each other; the price splits fairly (two gates at 120 req/s, P = 64 / 2)"
+    )?;
+    for (name, o) in [("greedy", &uncoordinated), ("price", &coordinated)] {
+        writeln!(
+            out,
+            "   {name:<8} split {:.1} % / {:.1} %   Jain {:.3}   fleet goodput {:.1} req/s",
+            100.0 * o.gates[0].share,
+            100.0 * o.gates[1].share,
+            o.jain,
+            o.goodput
+        )?;
+    }
+    writeln!(
+        out,
+        "\n2. The price's delay threshold (γ = {}, c = 135, loop gain a = {a:.2}/s, dt = {} s)",
+        gain, dcfg.dt
+    )?;
+    writeln!(
+        out,
+        "   measured {}   Hayes π/(2a) {hayes:.4} s   with the Euler step {}",
+        measured.map_or("none below 2 s".to_string(), |t| format!("{t:.4} s")),
+        euler.map_or("-".to_string(), |e| format!("{:.4} s", e.real))
+    )?;
+    writeln!(out, "\n3. Failure detectors: 1 s ± 0.1 s heartbeats, 1 % Pareto pauses (scale 0.5 s, α 1.5), 50 h")?;
+    writeln!(
+        out,
+        "   {:<10}{:>10}{:>22}{:>20}{:>14}",
+        "detector", "threshold", "false suspicions / h", "detection mean [s]", "p99 [s]"
+    )?;
+    for r in rows.iter().filter(|r| [1.0, 3.0, 8.0, 12.0, 16.0, 2.0, 5.0, 10.0].contains(&r.threshold)) {
+        let name = match r.detector {
+            DetectorKind::Phi => "φ",
+            DetectorKind::Timeout => "timeout",
+        };
+        writeln!(
+            out,
+            "   {name:<10}{:>10}{:>22.2}{:>20.2}{:>14.2}",
+            r.threshold, r.false_per_hour, r.detection_mean, r.detection_p99
+        )?;
+    }
+    writeln!(out, "\n4. Exit frequency on the seed's health cycle (two gates at 120 req/s, P = 8 each, 400 s): time above θ·cap and upward crossings")?;
+    for (name, o) in exits {
+        let above: Vec<String> = o.gates.iter().map(|g| format!("{:.1} %", 100.0 * g.time_above)).collect();
+        let cross: Vec<String> = o.gates.iter().map(|g| g.crossings.to_string()).collect();
+        let fleet_above = o.gates.iter().map(|g| g.time_above).fold(0.0, f64::max);
+        writeln!(
+            out,
+            "   {name:<26} goodput {:>6.1} req/s  Jain {:.3}  above θ·cap {} (fleet: worst gate {:.1} %)  crossings {}",
+            o.goodput,
+            o.jain,
+            above.join(" / "),
+            100.0 * fleet_above,
+            cross.join(" / ")
+        )?;
+    }
+    writeln!(out, "\n5. Freeze or fall back (to `{fallback}`), measured in the running case: cost = goodput when all freeze / goodput")?;
+    writeln!(out, "   {:<28}{:>10}{:>8}", "outcome", "measured", "seed")?;
+    for (name, m, s) in [
+        ("both freeze", payoffs.both_freeze, SEED_COSTS[0]),
+        ("both fall back", payoffs.both_fallback, SEED_COSTS[1]),
+        ("lone fallback (defector)", payoffs.lone_fallback, SEED_COSTS[2]),
+        ("lone freezer", payoffs.lone_freeze, SEED_COSTS[3]),
+    ] {
+        writeln!(out, "   {name:<28}{m:>10.2}{s:>8.2}")?;
+    }
+    writeln!(
+            out,
+        "   Nash: (freeze, freeze) {}, (fall back, fall back) {}; regret: freeze {:.2}, fall back {:.2} (seed: 0.7, 0.1)",
+        if payoffs.freeze_is_nash() { "yes" } else { "no" },
+        if payoffs.fallback_is_nash() { "yes" } else { "no" },
+        payoffs.regret_freeze(),
+        payoffs.regret_fallback()
+    )?;
+    writeln!(out, "   tipping share with {fleet_size} gates (f = share of the others falling back):")?;
+    for p in &tipping.points {
+        writeln!(out, "     f {:.3}: freeze {:>6.2}  fall back {:>6.2}", p.f, p.freeze, p.fallback)?;
+    }
+    writeln!(
+        out,
+        "   f* measured {}; the seed's {SEED_F_STAR} (from C_freeze = 1 + f, C_fallback = 1.1 + 0.2f)",
+        tipping.f_star.map_or("none (freezing is cheaper at every f)".to_string(), |f| format!("{f:.3}"))
+    )?;
+    writeln!(out, "\nVerdicts (falsified = the criterion's condition is met in the running case):")?;
+    for v in verdicts {
+        writeln!(out, "   {} {:<13} {}", v.id, v.verdict.label(), v.evidence)?;
+    }
+    Ok(out)
+}
+
+/// What `safegate fleet --sim --scenario FILE` prints as text: each run of the file's fleet.
+pub fn file_runs_text(runs: &FileRuns) -> Result<String, std::fmt::Error> {
+    let mut out = String::new();
+    let FileRuns { title, description, runs } = runs;
+    writeln!(out, "safegate fleet --sim: {title}")?;
+    if let Some(d) = &description {
+        writeln!(out, "  {d}")?;
+    }
+    for (label, o) in runs {
+        writeln!(
+            out,
+            "\n{label}: fleet goodput {:.1} req/s, Jain {:.3} (of goodput/λ {:.3})",
+            o.goodput, o.jain, o.jain_demand
+        )?;
+        writeln!(
+            out,
+            "   {:<6}{:>10}{:>12}{:>12}{:>9}{:>16}{:>11}",
+            "gate", "λ", "admitted", "goodput", "share", "above θ·cap", "crossings"
+        )?;
+        for (i, g) in o.gates.iter().enumerate() {
+            writeln!(
+                out,
+                "   {:<6}{:>10.1}{:>12.0}{:>12.1}{:>8.1}%{:>15.1}%{:>11}",
+                i,
+                g.rate,
+                g.admitted,
+                g.goodput,
+                100.0 * g.share,
+                100.0 * g.time_above,
+                g.crossings
+            )?;
+        }
+        if let (Some(p), Some(e)) = (o.price_final, o.price_equilibrium) {
+            writeln!(out, "   price at the end {p:.4} (equilibrium {e:.4})")?;
+        }
+    }
+    Ok(out)
 }
