@@ -91,6 +91,55 @@ impl Overload {
         (self.settings.pg_curve.as_secs_f64() * 10.0 * CURVE_CLIENTS.len() as f64).ceil() as u64
     }
 
+    /// Scenario `s` on PostgreSQL: measure the service curve X(n), offer a multiple of its
+    /// top (`set.pg_measured`), and put the fixed limits around the top in the oracle's place
+    /// in `stacks`. Returns the curve.
+    fn measure_pg(
+        &self,
+        s: Scenario,
+        set: &mut Settings,
+        stacks: &mut Vec<StackKind>,
+        rt: &Runtime,
+    ) -> Result<Vec<CurvePoint>> {
+        let points = measure_curve(set, rt)?;
+        let (peak, knee) = top(&points);
+        if !(peak > 0.0) {
+            return Err(Error::failed(
+                "measuring PostgreSQL's service curve",
+                "no transaction committed at any number of clients: no peak to offer a multiple of",
+            ));
+        }
+        set.pg_measured = Some((peak, knee));
+        set.check_budget(s)?;
+        // The oracle: the best of a sweep of fixed limits around the curve's top, each run
+        // under the scenario's own load.
+        let pool = set.pg.as_ref().map_or(1, |p| p.pool);
+        if let Some(at) = stacks.iter().position(|&k| k == StackKind::TowerOracle) {
+            let fixed = fixed_limits(&points, pool).into_iter().map(StackKind::TowerFixed);
+            stacks.splice(at..=at, fixed);
+        }
+        Ok(points)
+    }
+
+    /// On PostgreSQL the oracle is the fixed limit with the most goodput in this run (when
+    /// the oracle was asked for): its name, with `rep.oracle_limit` set to its limit.
+    fn pg_oracle(&self, rep: &mut ScenarioReport) -> String {
+        let best = rep
+            .runs
+            .iter()
+            .filter_map(|r| match (StackKind::parse(&r.stack), &r.figures) {
+                (Some(StackKind::TowerFixed(n)), Some(f)) if self.stacks.contains(&StackKind::TowerOracle) => {
+                    Some((f.goodput_rps, n, r.stack.clone()))
+                }
+                _ => None,
+            })
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        if let Some((_, n, _)) = &best {
+            rep.oracle_limit = *n;
+        }
+        best.map_or_else(|| StackKind::TowerOracle.name(), |b| b.2)
+    }
+
     /// Run every scenario with every stack. `new_runtime` builds each run's runtime (a
     /// multi-threaded one with time enabled; the figures assume two workers); `progress`
     /// gets the tenths of a second of planned load done, from the runtime's threads;
@@ -114,27 +163,10 @@ impl Overload {
             if b == BackendKind::Postgres {
                 on(Event::CurveStarted { scenario: s.name() });
                 let rt = new_runtime().map_err(|e| Error::failed("building the curve's tokio runtime", e))?;
-                let points = measure_curve(&set, &rt)?;
+                curve = Some(self.measure_pg(s, &mut set, &mut stacks, &rt)?);
                 rt.shutdown_timeout(Duration::from_secs(1));
                 done += self.curve_tenths();
                 progress(done);
-                let (peak, knee) = top(&points);
-                if !(peak > 0.0) {
-                    return Err(Error::failed(
-                        "measuring PostgreSQL's service curve",
-                        "no transaction committed at any number of clients: no peak to offer a multiple of",
-                    ));
-                }
-                set.pg_measured = Some((peak, knee));
-                set.check_budget(s)?;
-                // The oracle: the best of a sweep of fixed limits around the curve's top,
-                // each run under the scenario's own load.
-                let pool = set.pg.as_ref().map_or(1, |p| p.pool);
-                if let Some(at) = stacks.iter().position(|&k| k == StackKind::TowerOracle) {
-                    let fixed = fixed_limits(&points, pool).into_iter().map(StackKind::TowerFixed);
-                    stacks.splice(at..=at, fixed);
-                }
-                curve = Some(points);
             }
             let set = &set;
             let (_, _, load) = set.plan(s);
@@ -172,25 +204,8 @@ impl Overload {
                 let note = figures.is_none().then(|| NOT_BUILT.to_string());
                 rep.runs.push(RunReport { stack: k.name(), built: figures.is_some(), note, figures });
             }
-            let oracle = if b == BackendKind::Postgres {
-                // The fixed limit with the most goodput in this run.
-                let best = rep
-                    .runs
-                    .iter()
-                    .filter_map(|r| match (StackKind::parse(&r.stack), &r.figures) {
-                        (Some(StackKind::TowerFixed(n)), Some(f)) if self.stacks.contains(&StackKind::TowerOracle) => {
-                            Some((f.goodput_rps, n, r.stack.clone()))
-                        }
-                        _ => None,
-                    })
-                    .max_by(|a, b| a.0.total_cmp(&b.0));
-                if let Some((_, n, _)) = &best {
-                    rep.oracle_limit = *n;
-                }
-                best.map_or_else(|| StackKind::TowerOracle.name(), |b| b.2)
-            } else {
-                StackKind::TowerOracle.name()
-            };
+            let oracle =
+                if b == BackendKind::Postgres { self.pg_oracle(&mut rep) } else { StackKind::TowerOracle.name() };
             report::compare(&mut rep, &oracle, |n| StackKind::parse(n).is_some_and(StackKind::is_peer));
             on(Event::ScenarioDone(&rep));
             out.push(rep);
