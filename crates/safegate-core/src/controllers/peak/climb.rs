@@ -34,8 +34,7 @@ impl Peak {
         let last = self.grid.len() - 1;
         // The opening's bracket: the level whose service time rose is not probed again
         // before the first round ends.
-        // A ceiling at or below home (none verified under it) bounds nothing.
-        let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last)).max(self.home);
+        let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last));
         let i = if up { (self.home + stride).min(top) } else { self.home.saturating_sub(stride) };
         (i != self.home).then_some(i)
     }

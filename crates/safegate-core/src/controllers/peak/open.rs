@@ -115,9 +115,7 @@ impl Opening {
             rebases: 0,
         }
     }
-}
 
-impl Opening {
     /// The limit changed (or the floor was re-taken) at `obs`: the level's sample starts
     /// here, and the load must press the new limit before it is verified.
     fn restart_level(&mut self, obs: &Observation, busy: f64) {
@@ -171,25 +169,23 @@ impl Peak {
             self.open = Some(o);
             return;
         }
-        if rose {
+        if rose && o.verified.is_none() && o.rebases < MAX_REBASES {
+            // Risen at the first level: the limit did not move, so it did not cause it.
             o.rising = false;
-            match o.verified {
-                // Risen at the first level: the limit did not move, so it did not cause it.
-                None if o.rebases < MAX_REBASES => {
-                    o.rebases += 1;
-                    o.floor = service;
-                    o.fail_floor = fail_share;
-                    o.restart_level(obs, busy);
-                    self.open = Some(o);
-                    return;
-                }
-                // Past the knee: the climb starts from the last level served at the floor.
-                _ => {
-                    self.ceiling = Some(self.target);
-                    let home = o.verified.unwrap_or(self.target);
-                    return self.end_opening(home);
-                }
-            }
+            o.rebases += 1;
+            o.floor = service;
+            o.fail_floor = fail_share;
+            o.restart_level(obs, busy);
+            self.open = Some(o);
+            return;
+        }
+        if rose {
+            // Past the knee: the climb starts from the last level served at the floor, and
+            // its first round stays under the level that rose (a bracket only when a level
+            // below it was verified: otherwise that level is home).
+            self.ceiling = o.verified.map(|_| self.target);
+            let home = o.verified.unwrap_or(self.target);
+            return self.end_opening(home);
         }
         o.floor = o.floor.min(service);
         o.fail_floor = o.fail_floor.min(fail_share);
