@@ -12,6 +12,13 @@ const CHEAPER: f64 = 0.05;
 /// `latency_floor`).
 const NO_DEARER: f64 = 0.02;
 
+/// Two rates differ only when they are this many standard errors of their difference
+/// apart (and more than `tolerance`): within it they are the same throughput, and service
+/// time decides. On a quiet backend the tolerance is the wider; on a noisy one (a database
+/// whose lock waits and deadlock timeouts stall every transaction for a while) a probe
+/// that won by noise would walk the limit anywhere.
+const Z: f64 = 2.0;
+
 /// Most the hold between probe rounds is stretched for a coarse grid and slow probes.
 const MAX_SCALE: u32 = 32;
 
@@ -31,10 +38,9 @@ impl Peak {
     /// The grid point `stride` steps from home in the current direction, if it differs
     /// from home.
     fn neighbour(&self, up: bool, stride: usize) -> Option<usize> {
-        let last = self.grid.len() - 1;
-        // The opening's bracket: the level whose service time rose is not probed again
-        // before the first round ends.
-        let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last));
+        // The opening's bracket (the level whose service time rose is not probed again
+        // before the first round ends) and a stalled level's hold.
+        let top = self.top();
         let i = if up { (self.home + stride).min(top) } else { self.home.saturating_sub(stride) };
         (i != self.home).then_some(i)
     }
@@ -76,13 +82,21 @@ impl Peak {
 
     /// A trial ended at `now`.
     pub(super) fn finish_trial(&mut self, now: f64) {
+        self.expire_stall(now);
         let t = self.trial;
         let i = self.target;
         let saturated = t.periods > 0 && 2 * t.saturated >= t.periods;
+        if saturated {
+            self.record(i, now);
+        }
+        // A stall (the service time many times its floor) halves the limit, whatever the
+        // load: a stalled level fills up with waiting requests.
+        if self.stalled_trial(i, now) {
+            return;
+        }
         if !saturated {
             return self.app_limited(i, t.max_in_flight);
         }
-        self.record(i, now);
         if i == self.home {
             return match self.usable(i, now) {
                 Some(_) => self.next_probe(),
@@ -109,8 +123,10 @@ impl Peak {
         // wins when it is shorter by more than 5 % and `latency_floor`, a higher one when it
         // is longer by at most 2 % or `latency_floor` (less than a grid step's 10 %, so a
         // queue past `W` workers, whose service time grows with the limit, stops the climb).
-        let same = h > 0.0 && p >= (1.0 - tol) * h;
-        let better = p > (1.0 + tol) * h;
+        let se = self.rate_error(i).hypot(self.rate_error(self.home));
+        let margin = (tol * h).max(Z * se);
+        let same = h > 0.0 && p >= h - margin;
+        let better = p > h + margin;
         let floor = self.cfg.latency_floor;
         let win = if i < self.home {
             better || (same && known && sp < sh - (CHEAPER * sh).max(floor))
@@ -118,10 +134,16 @@ impl Peak {
             better || (same && known && sp <= sh + (NO_DEARER * sh).max(floor))
         };
         if win {
+            // Momentum, except up a curve that stalled lately: there the climb adds one
+            // step at a time (a stall halved the limit; doubling back is what stalled);
+            // and except down a plateau: a lower level that won only on service time (the
+            // same rate) is one step nearer the knee, not a slope to run down (doubling
+            // there probed half the knee, at half its throughput).
+            let careful = (i > self.home && self.stalled_lately(now)) || (i < self.home && !better);
             self.home = i;
             self.losses = 0;
             self.calm = 0;
-            if !self.slow_start {
+            if !self.slow_start && !careful {
                 self.stride = (2 * self.stride).min(self.max_stride);
             }
             return self.next_probe();
@@ -166,10 +188,12 @@ impl Peak {
     }
 
     /// The trial at grid point `i` did not fill the limit: never lower it; drift up when
-    /// the load came near it.
+    /// the load came near it, but not into a stalled level's hold.
     fn app_limited(&mut self, i: usize, max_in_flight: f64) {
         let mut h = self.home.max(i);
-        if h + 1 < self.grid.len() && max_in_flight >= (1.0 - self.cfg.step) * f64::from(self.grid[h]) {
+        let cap = self.stalled.map_or(self.grid.len() - 1, |(c, _)| c.saturating_sub(1));
+        let near = max_in_flight >= (1.0 - self.cfg.step) * f64::from(self.grid[h]);
+        if h + 1 < self.grid.len() && h < cap && near {
             h += 1;
         }
         self.home = h;

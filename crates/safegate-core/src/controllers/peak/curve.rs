@@ -16,6 +16,12 @@ pub(super) struct Bin {
     pub(super) trials: u32,
     /// Time of the last sample \[s\].
     pub(super) at: f64,
+    /// Variance of one period's rate \[(req/s)²\] (EWMA over trials; NaN while unknown).
+    pub(super) var: f64,
+    /// The rate estimate's variance in units of one period's: `1/n` for a plain mean of `n`
+    /// periods; an EWMA of trials keeps its exact factor (`(1−w)²·f + w²/m` per trial of
+    /// `m` periods), so the estimate's standard error is `√(var·factor)`.
+    pub(super) factor: f64,
 }
 
 /// A point of the learned curve, as [`Peak::curve`] reports it.
@@ -48,8 +54,21 @@ impl Peak {
         (b.samples >= self.cfg.min_samples && now - b.at <= self.cfg.max_age).then_some(b.rate)
     }
 
+    /// The standard error of bin `i`'s rate \[req/s\] (0 while its spread is unknown).
+    pub(super) fn rate_error(&self, i: usize) -> f64 {
+        let b = &self.bins[i];
+        let se = (b.var * b.factor).sqrt();
+        if se.is_finite() {
+            se
+        } else {
+            0.0
+        }
+    }
+
     pub(super) fn record(&mut self, i: usize, now: f64) {
         let t = self.trial;
+        let m = f64::from(t.periods.max(1));
+        let v = t.period_variance();
         let rate = t.good / t.elapsed;
         if !(rate.is_finite() && rate >= 0.0) {
             return;
@@ -61,12 +80,18 @@ impl Peak {
         let fresh = b.samples > 0 && now - b.at <= c.max_age && now >= b.at;
         let shifted = (rate - b.rate).abs() > c.shift * rate.max(b.rate);
         if !fresh || shifted {
-            *b = Bin { rate, service, samples: t.periods, trials: 1, at: now };
+            *b = Bin { rate, service, samples: t.periods, trials: 1, at: now, var: v, factor: 1.0 / m };
             return;
         }
         b.trials += 1;
         let w = c.weight.max(1.0 / f64::from(b.trials));
         b.rate += w * (rate - b.rate);
+        b.factor = (1.0 - w).powi(2) * b.factor + w * w / m;
+        b.var = match (b.var.is_nan(), v.is_nan()) {
+            (_, true) => b.var,
+            (true, false) => v,
+            (false, false) => b.var + w * (v - b.var),
+        };
         b.service = match (b.service.is_nan(), service.is_nan()) {
             (_, true) => b.service,
             (true, false) => service,

@@ -51,6 +51,17 @@ pub struct Peak {
     /// The grid point whose service time rose in the opening: the first probe round stays
     /// below it.
     pub(super) ceiling: Option<usize>,
+    /// The grid point that stalled last (`stall.rs`), and until when nothing at or above it
+    /// is probed \[s\].
+    pub(super) stalled: Option<(usize, f64)>,
+    /// How long the next stall keeps its level out of the climb \[s\], and when the last
+    /// stall was (NaN before the first).
+    pub(super) stall_hold: f64,
+    pub(super) last_stall: f64,
+    /// The grid point of the last stall.
+    pub(super) last_stalled: Option<usize>,
+    /// The shortest service time seen, rising slowly (`stall.rs`).
+    pub(super) service_floor: super::stall::ServiceFloor,
     /// How many times longer than `trial_periods` the last probe ran (at least 1).
     pub(super) stretch: u32,
     pub(super) stage: Stage,
@@ -59,6 +70,9 @@ pub struct Peak {
     pub(super) sampler: Sampler,
     pub(super) load: PeriodLoad,
     pub(super) admitted0: f64,
+    /// When the last decision was made \[s\] (NaN before the first): a decision that comes
+    /// long after it says the controller itself was not running (`stall.rs`).
+    pub(super) last_decision: f64,
 }
 
 impl Peak {
@@ -97,6 +111,11 @@ impl Peak {
             open: cfg.open_start.then(Opening::new),
             calm: 0,
             ceiling: None,
+            stalled: None,
+            stall_hold: super::stall::FIRST_HOLD,
+            last_stall: f64::NAN,
+            last_stalled: None,
+            service_floor: super::stall::ServiceFloor::new(),
             stretch: 1,
             stage: Stage::Measure,
             trial: Trial::default(),
@@ -104,6 +123,7 @@ impl Peak {
             sampler: Sampler::new(cfg.interval),
             load: PeriodLoad::default(),
             admitted0: f64::NAN,
+            last_decision: f64::NAN,
             cfg,
         })
     }
@@ -142,6 +162,13 @@ impl Policy for Peak {
             self.load.pressed += u32::from(v >= 1.0 && v >= limit - 1.0);
             self.load.max_in_flight = self.load.max_in_flight.max(v);
         }
+        // How late this decision is: the time since the last one beyond a period (a host
+        // that did not run the controller did not run its requests either).
+        let late = obs.now - self.last_decision - self.cfg.interval;
+        if late > self.load.late {
+            self.load.late = late;
+        }
+        self.last_decision = obs.now;
         if self.admitted0.is_nan() {
             self.admitted0 = obs.admitted;
         }

@@ -88,6 +88,9 @@
 //!   service time, EWMA, forgotten when stale or shifted) and [`CurvePoint`].
 //! - `climb.rs`: slow start, the hill climb and the app-limited drift: where the next
 //!   trial goes and what a finished one decides.
+//! - `stall.rs`: a trial whose service time is many times the curve's floor (a database
+//!   whose transactions wait out a deadlock timeout together) drops the limit below it and
+//!   keeps that level out of the climb for a while.
 //!
 //! [`Policy`]: crate::Policy
 //! [`Setting::limits`]: crate::controllers::Setting::limits
@@ -99,6 +102,7 @@ mod config;
 mod curve;
 mod limiter;
 mod open;
+mod stall;
 mod trial;
 
 pub use config::{PeakConfig, MAX_LIMIT};

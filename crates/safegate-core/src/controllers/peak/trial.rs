@@ -18,6 +18,8 @@ pub(super) struct PeriodLoad {
     pub(super) decisions: u32,
     pub(super) pressed: u32,
     pub(super) max_in_flight: f64,
+    /// The latest decision in the period, beyond a period after the one before it \[s\].
+    pub(super) late: f64,
 }
 
 /// A trial's accumulated measurements.
@@ -31,6 +33,24 @@ pub(super) struct Trial {
     pub(super) elapsed: f64,
     pub(super) busy: f64,
     pub(super) max_in_flight: f64,
+    /// The latest decision of its periods (their [`PeriodLoad::late`]) \[s\].
+    pub(super) late: f64,
+    /// Sum and sum of squares of the periods' good rates \[req/s\]: their spread is the
+    /// noise a comparison of two bins must see through.
+    pub(super) rate_sum: f64,
+    pub(super) rate_sq: f64,
+}
+
+impl Trial {
+    /// The sample variance of the trial's period rates (NaN with fewer than two periods).
+    pub(super) fn period_variance(&self) -> f64 {
+        let n = f64::from(self.periods);
+        if n < 2.0 {
+            return f64::NAN;
+        }
+        let mean = self.rate_sum / n;
+        ((self.rate_sq - n * mean * mean) / (n - 1.0)).max(0.0)
+    }
 }
 
 /// Where a trial is: settling to its limit, or measuring.
@@ -71,6 +91,14 @@ impl Peak {
                 t.elapsed += elapsed;
                 t.busy += busy;
                 t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
+                t.late = t.late.max(load.late);
+                if elapsed > 0.0 {
+                    let r = good / elapsed;
+                    if r.is_finite() {
+                        t.rate_sum += r;
+                        t.rate_sq += r * r;
+                    }
+                }
                 let enough = t.periods >= self.trial_len && t.completed >= self.cfg.min_completions;
                 // A long hold at home ends early when home's rate moves off its record (a
                 // health change): the climb starts probing again at once.

@@ -1,0 +1,171 @@
+//! Stalls: a level whose requests wait for each other.
+//!
+//! A backend can lose its throughput in episodes rather than smoothly: in front of a
+//! database, two transactions that lock the same rows in opposite orders deadlock, and
+//! every transaction queued behind their locks waits with them until the deadlock timeout
+//! (PostgreSQL's `deadlock_timeout`, 1 s by default) breaks the cycle. For that second the
+//! limit is filled with waiting requests and almost nothing completes. How often it
+//! happens rises steeply with the number of transactions in flight (a cycle needs two of
+//! them), but between episodes a level past the knee serves as fast as one below it, so
+//! the climb's short trials compare a stalled level with a calm one by chance. Measured on
+//! PostgreSQL (`bench overload`'s `pg-*` scenarios): at a limit of 15 two-period trials
+//! delivered 1,300–1,600 txn/s for two seconds, then one trial saw 31 txn/s with a 200-ms
+//! service time; a fixed limit of 3 never stalled.
+//!
+//! So a trial is *stalled* when its mean service time is more than [`STALL`] times the
+//! **service floor** plus `latency_floor`. The floor is the shortest mean service time of
+//! any of the climb's trials (saturated or not; not the opening's per-decision samples,
+//! whose minimum is biased low, and in queue mode far below the service time), remembered
+//! across trials and bins (a bin's own service time
+//! goes stale in 3 s, and a level that stalled had no fresh neighbour to compare with): it
+//! rises by half every [`FLOOR_RISE`] seconds unless a trial renews it (a backend that got
+//! slower for good is not taken for a stalled one for long), and a stalled trial never
+//! renews it.
+//!
+//! A stall is answered the way TCP answers a loss (no code is taken from any
+//! implementation): the limit is **halved** (home goes to the grid point at or below half
+//! the stalled level, rounded up), and every level from the stalled one up is kept out of
+//! the climb, and out of the app-limited drift, for a hold: [`FIRST_HOLD`] at first,
+//! doubled (up to [`MAX_HOLD`]) when the climb stalls again at or above the level that
+//! stalled last within two holds of it; a stall lower down starts a fresh hold there (stalls
+//! happen at every level, rarer the lower it is). For [`MAX_HOLD`] after a stall the climb
+//! goes up without momentum, one grid step per won probe, so it does not double back into
+//! the level that stalled.
+//!
+//! A host that stops (a CPU-starved or paused process) looks the same from inside: the
+//! requests in service finish late together. But the controller stopped with them, so its
+//! next decision came late too: a trial whose latest decision came at least
+//! [`HOST_SHARE`] of its slowdown late is the host's, and neither a stall nor a floor. In
+//! front of a stalled backend the decisions keep their cadence (the requests turned away
+//! keep arriving). A host that stopped is waited out, not answered by halving.
+//!
+//! What it does not see: a stall whose waiting requests never complete (their clients gave
+//! up and cancelled them, which frees their slots and brings no service time) shows only
+//! as a low rate. A rule that also halved on a full limit delivering under a quarter of
+//! the best lower level's rate was tried on PostgreSQL and delivered less (0.61–0.93 of the
+//! best fixed limit over 20-s runs, against 1.02–1.06 without it): it halved at every
+//! stall, down to limits of 1 and 2 where a deadlock is rare but throughput is a third of
+//! the top, where the levels that stall now and then deliver the most between stalls.
+//!
+//! On the in-process collapse backend the service time reaches 4× the floor only at twice
+//! the knee, a level the climb's ±10 % probes never reach once past the opening; on a
+//! queueing backend, at four times its workers; a health drop of up to 4× is not a stall.
+//! None of them is affected in steady state.
+
+use super::Peak;
+
+/// A trial is stalled when its service time exceeds this many times the service floor.
+pub(super) const STALL: f64 = 4.0;
+
+/// A trial's slow service is the host's when its latest decision came at least this share
+/// of the slowdown late.
+pub(super) const HOST_SHARE: f64 = 0.5;
+
+/// A stall multiplies the limit by this (rounded up to a grid point at or below).
+pub(super) const DECREASE: f64 = 0.5;
+
+/// How long a stall keeps its level out of the climb at first \[s\].
+pub(super) const FIRST_HOLD: f64 = 5.0;
+
+/// The longest hold \[s\].
+pub(super) const MAX_HOLD: f64 = 40.0;
+
+/// The service floor rises by half each this many seconds without a trial at or below it
+/// \[s\].
+pub(super) const FLOOR_RISE: f64 = 10.0;
+
+/// The shortest service time seen, and when \[s\] (NaN before the first).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(super) struct ServiceFloor {
+    value: f64,
+    at: f64,
+}
+
+impl ServiceFloor {
+    pub(super) fn new() -> Self {
+        ServiceFloor { value: f64::NAN, at: f64::NAN }
+    }
+
+    /// The floor at `now`: the last low, risen by half per [`FLOOR_RISE`] since (NaN before
+    /// the first sample).
+    pub(super) fn at(&self, now: f64) -> f64 {
+        let age = (now - self.at).max(0.0);
+        self.value * 1.5f64.powf(age / FLOOR_RISE)
+    }
+
+    /// Take a service time `s` seen at `now` (not a stalled trial's).
+    pub(super) fn note(&mut self, s: f64, now: f64) {
+        if !(s.is_finite() && s > 0.0) {
+            return;
+        }
+        let floor = self.at(now);
+        if floor.is_nan() || s <= floor {
+            *self = ServiceFloor { value: s, at: now };
+        }
+    }
+}
+
+impl Peak {
+    /// If the trial that just ended at grid point `i` stalled, act on it ([`Peak::stall_at`])
+    /// and say so; otherwise let its service time renew the floor.
+    pub(super) fn stalled_trial(&mut self, i: usize, now: f64) -> bool {
+        let t = self.trial;
+        if t.completed <= 0.0 {
+            return false;
+        }
+        let service = t.busy / t.completed;
+        let floor = self.service_floor.at(now);
+        // A host that stopped running the controller (a starved or paused process: its
+        // decisions came late) stopped its requests too: their wait is the host's, neither a
+        // stall nor a floor.
+        if t.late > 0.0 && t.late >= HOST_SHARE * (service - floor) {
+            return false;
+        }
+        if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {
+            self.service_floor.note(service, now);
+            return false;
+        }
+        self.stall_at(i, now);
+        self.up = true;
+        self.slow_start = false;
+        self.stride = 1;
+        self.losses = 0;
+        self.calm = 0;
+        self.go(self.home, self.cfg.trial_periods);
+        true
+    }
+
+    /// A stall at grid point `i` at `now`: home to half of `i` (never above home), and the
+    /// levels from `i` up held out (see the module docs for the hold).
+    pub(super) fn stall_at(&mut self, i: usize, now: f64) {
+        let again = now - self.last_stall <= 2.0 * self.stall_hold && self.last_stalled.is_some_and(|c| i >= c);
+        self.stall_hold = if again { (2.0 * self.stall_hold).min(MAX_HOLD) } else { FIRST_HOLD };
+        self.last_stall = now;
+        self.last_stalled = Some(i);
+        self.stalled = Some((i, now + self.stall_hold));
+        let half = (f64::from(self.grid[i]) * DECREASE).ceil();
+        let halved = self.grid.iter().rposition(|&g| f64::from(g) <= half).unwrap_or(0);
+        self.home = self.home.min(halved);
+    }
+
+    /// The highest grid point the climb may probe or drift to now: below the opening's
+    /// ceiling and a held-out stalled level.
+    pub(super) fn top(&self) -> usize {
+        let last = self.grid.len() - 1;
+        let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last));
+        self.stalled.map_or(top, |(c, _)| c.saturating_sub(1).min(top))
+    }
+
+    /// Whether the last stall was within [`MAX_HOLD`] of `now` (the climb goes up without
+    /// momentum then).
+    pub(super) fn stalled_lately(&self, now: f64) -> bool {
+        now - self.last_stall < MAX_HOLD
+    }
+
+    /// Forget a hold that has run out (called before a probe is chosen).
+    pub(super) fn expire_stall(&mut self, now: f64) {
+        if self.stalled.is_some_and(|(_, until)| now >= until) {
+            self.stalled = None;
+        }
+    }
+}
