@@ -39,7 +39,10 @@
 //! front of a stalled backend the decisions keep their cadence (the requests turned away
 //! keep arriving). A host that stopped is waited out, not answered by halving.
 //!
-//! What it does not see: a stall whose waiting requests never complete (their clients gave
+//! What it does not see: a stall none of whose requests was timed (an actuator that times
+//! one request in `k`, as the tower layer does under heavy traffic: on PostgreSQL about
+//! two stalls in three went unseen); a stall that falls in a trial's settle periods,
+//! which are not judged; and a stall whose waiting requests never complete (their clients gave
 //! up and cancelled them, which frees their slots and brings no service time) shows only
 //! as a low rate. A rule that also halved on a full limit delivering under a quarter of
 //! the best lower level's rate was tried on PostgreSQL and delivered less (0.61–0.93 of the
