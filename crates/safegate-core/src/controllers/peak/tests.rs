@@ -512,11 +512,9 @@ fn a_backend_that_stalls_is_held_where_stalls_are_rare() {
     assert!(good >= 1400.0, "{good:.0} req/s; limits {:?}", t.range(5.0, 60.0));
 }
 
-/// A stall halves the limit and keeps the level that stalled out of the climb for the
-/// hold: one trial whose service time is 50 times the floor, on a backend otherwise at its
-/// floor below a knee of 64.
-#[test]
-fn a_stall_halves_the_limit_and_holds_its_level_out() {
+/// A pool 1.5× above a collapsing backend with a knee of 64, after 3 s of climbing: the
+/// peak, the model, the trace and home's limit (at least 32).
+fn climbed_below_a_knee_of_64() -> (Peak, Model, Trace, u32) {
     let b = Backend::collapsing(0.004, 64.0);
     let mut p = pool(Actuator::InFlight);
     let mut m = Model::new(1.5 * b.peak(), b);
@@ -524,11 +522,27 @@ fn a_stall_halves_the_limit_and_holds_its_level_out() {
     m.run(&mut p, 3.0, 5, &mut t);
     let before = p.home();
     assert!(before >= 32, "the climb reached {before} below a knee of 64");
+    (p, m, t, before)
+}
+
+impl Model {
+    /// Start one stall of a second now (no other after it); returns when it started.
+    fn stall_once(&mut self, p: &mut Peak, t: &mut Trace) -> f64 {
+        self.stall = Some((1e9, 1.0));
+        self.run(p, self.obs.now + 0.002, 5, t);
+        self.stall = Some((0.0, 1.0));
+        self.obs.now
+    }
+}
+
+/// A stall halves the limit and keeps the level that stalled out of the climb for the
+/// hold: one trial whose service time is 50 times the floor, on a backend otherwise at its
+/// floor below a knee of 64.
+#[test]
+fn a_stall_halves_the_limit_and_holds_its_level_out() {
+    let (mut p, mut m, mut t, before) = climbed_below_a_knee_of_64();
     // One second in which everything in service waits, then completes at once.
-    m.stall = Some((1e9, 1.0));
-    m.run(&mut p, m.obs.now + 0.002, 5, &mut t);
-    m.stall = Some((0.0, 1.0));
-    let stalled_at = m.obs.now;
+    let stalled_at = m.stall_once(&mut p, &mut t);
     m.run(&mut p, stalled_at + 1.5, 5, &mut t);
     let after = p.home();
     // Half the level that stalled: home's, or a probe's one grid step above it.
@@ -543,22 +557,13 @@ fn a_stall_halves_the_limit_and_holds_its_level_out() {
 /// backend: its decisions came late by as much, so the limit is not halved.
 #[test]
 fn a_host_that_stops_is_not_a_stalled_backend() {
-    let b = Backend::collapsing(0.004, 64.0);
-    let mut p = pool(Actuator::InFlight);
-    let mut m = Model::new(1.5 * b.peak(), b);
-    let mut t = Trace::default();
-    m.run(&mut p, 3.0, 5, &mut t);
-    let before = p.home();
-    assert!(before >= 32, "the climb reached {before} below a knee of 64");
+    let (mut p, mut m, mut t, before) = climbed_below_a_knee_of_64();
     // Stop while a trial measures (a settle's periods are not judged).
     while !(p.stage == super::trial::Stage::Measure && p.trial.periods >= 1) {
         m.run(&mut p, m.obs.now + 0.001, 1, &mut t);
     }
     m.host = true;
-    m.stall = Some((1e9, 1.0));
-    m.run(&mut p, m.obs.now + 0.002, 5, &mut t);
-    m.stall = Some((0.0, 1.0));
-    let stopped_at = m.obs.now;
+    let stopped_at = m.stall_once(&mut p, &mut t);
     m.run(&mut p, stopped_at + 2.5, 5, &mut t);
     let (lo, _) = t.range(stopped_at, stopped_at + 2.5);
     assert!(f64::from(lo) >= 0.8 * f64::from(before), "limits down to {lo} from {before} after the host stopped");
