@@ -166,8 +166,18 @@ impl Peak {
             // `stretch`: a slow backend's probes wait for their completions), so that the
             // share of time spent probing stays about the same on every backend.
             let scale = (self.coarseness() * self.stretch).min(MAX_SCALE);
-            let hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM)).saturating_mul(scale);
-            self.calm += 1;
+            let mut hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM)).saturating_mul(scale);
+            match self.stalled {
+                // The level above home is a stall's, held out: this round could only probe
+                // down, which says nothing of the climb being settled. Hold until the
+                // stall's hold ends, no longer (a doubled hold kept a limit of 2 four
+                // seconds past it on PostgreSQL, at 0.6 of the best fixed limit).
+                Some((_, until)) if self.top() <= self.home => {
+                    let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
+                    hold = hold.min(left.min(f64::from(u32::MAX)) as u32);
+                }
+                _ => self.calm += 1,
+            }
             self.go(self.home, hold);
         } else {
             self.next_probe();

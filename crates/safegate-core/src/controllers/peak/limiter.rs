@@ -60,6 +60,8 @@ pub struct Peak {
     pub(super) last_stall: f64,
     /// The grid point of the last stall.
     pub(super) last_stalled: Option<usize>,
+    /// Whether a stall halved the limit and no calm trial has ended since (`stall.rs`).
+    pub(super) recovering: bool,
     /// The shortest service time seen, rising slowly (`stall.rs`).
     pub(super) service_floor: super::stall::ServiceFloor,
     /// How many times longer than `trial_periods` the last probe ran (at least 1).
@@ -115,6 +117,7 @@ impl Peak {
             stall_hold: super::stall::FIRST_HOLD,
             last_stall: f64::NAN,
             last_stalled: None,
+            recovering: false,
             service_floor: super::stall::ServiceFloor::new(),
             stretch: 1,
             stage: Stage::Measure,
@@ -161,6 +164,7 @@ impl Policy for Peak {
             self.load.decisions += 1;
             self.load.pressed += u32::from(v >= 1.0 && v >= limit - 1.0);
             self.load.max_in_flight = self.load.max_in_flight.max(v);
+            self.load.in_flight_sum += v;
         }
         // How late this decision is: the time since the last one beyond a period (a host
         // that did not run the controller did not run its requests either).

@@ -13,14 +13,18 @@
 //! service time; a fixed limit of 3 never stalled.
 //!
 //! So a trial is *stalled* when its mean service time is more than [`STALL`] times the
-//! **service floor** plus `latency_floor`. The floor is the shortest mean service time of
-//! any of the climb's trials (saturated or not; not the opening's per-decision samples,
-//! whose minimum is biased low, and in queue mode far below the service time), remembered
-//! across trials and bins (a bin's own service time
-//! goes stale in 3 s, and a level that stalled had no fresh neighbour to compare with): it
-//! rises by half every [`FLOOR_RISE`] seconds unless a trial renews it (a backend that got
-//! slower for good is not taken for a stalled one for long), and a stalled trial never
-//! renews it.
+//! **service floor** plus `latency_floor`. Its service time is the larger of two readings:
+//! the timed requests' mean (busy time over completions), and, on a trial pressed at its
+//! limit in most periods, Little's law: the requests in flight (their mean over the
+//! period's decisions, times the period) over the completions. The second needs no timed
+//! request: the tower layer times one request in `k` under heavy traffic, and on
+//! PostgreSQL about two stalls in three had none of their waiting requests timed. The
+//! floor is the shortest timed mean of any of the climb's trials (saturated or not; not the
+//! opening's per-decision samples, whose minimum is biased low, and in queue mode far below
+//! the service time), remembered across trials and bins (a bin's own service time goes
+//! stale in 3 s, and a level that stalled had no fresh neighbour to compare with): it rises
+//! by half every [`FLOOR_RISE`] seconds unless a trial renews it (a backend that got slower
+//! for good is not taken for a stalled one for long), and a stalled trial never renews it.
 //!
 //! A stall is answered the way TCP answers a loss (no code is taken from any
 //! implementation): the limit is **halved** (home goes to the grid point at or below half
@@ -30,7 +34,12 @@
 //! stalled last within two holds of it; a stall lower down starts a fresh hold there (stalls
 //! happen at every level, rarer the lower it is). For [`MAX_HOLD`] after a stall the climb
 //! goes up without momentum, one grid step per won probe, so it does not double back into
-//! the level that stalled.
+//! the level that stalled. Once per episode, as TCP's fast recovery (RFC 6582) halves once
+//! for the losses of one window: the first trial after a halving that stalls too measured
+//! what was stuck before it (a deadlock's waiters and their retries outlast it), so it
+//! sends the climb home again without halving; a second stalled trial in a row halves.
+//! While a stall's hold keeps out home's only neighbour above, the climb's hold at home
+//! ends with the stall's (probe rounds that could only probe down do not lengthen it).
 //!
 //! A host that stops (a CPU-starved or paused process) looks the same from inside: the
 //! requests in service finish late together. But the controller stopped with them, so its
@@ -39,16 +48,15 @@
 //! front of a stalled backend the decisions keep their cadence (the requests turned away
 //! keep arriving). A host that stopped is waited out, not answered by halving.
 //!
-//! What it does not see: a stall none of whose requests was timed (an actuator that times
-//! one request in `k`, as the tower layer does under heavy traffic: on PostgreSQL about
-//! two stalls in three went unseen); a stall that falls in a trial's settle periods,
-//! which are not judged; and a stall whose waiting requests never complete (their clients gave
-//! up and cancelled them, which frees their slots and brings no service time) shows only
-//! as a low rate. A rule that also halved on a full limit delivering under a quarter of
-//! the best lower level's rate was tried on PostgreSQL and delivered less (0.61–0.93 of the
-//! best fixed limit over 20-s runs, against 1.02–1.06 without it): it halved at every
-//! stall, down to limits of 1 and 2 where a deadlock is rare but throughput is a third of
-//! the top, where the levels that stall now and then deliver the most between stalls.
+//! What it does not see: a stall that falls in a trial's settle periods, which are not
+//! judged; a stall diluted in a long hold at home (a second of three stuck requests among
+//! a few thousand completions); and a stall whose waiting requests never complete (their
+//! clients gave up and cancelled them, which frees their slots) shows only as a low rate.
+//! A rule that also halved on a full limit delivering under a quarter of the best lower
+//! level's rate was tried on PostgreSQL and delivered less (0.61–0.93 of the best fixed
+//! limit over 20-s runs, against 1.02–1.06 without it): it halved at every stall, down to
+//! limits of 1 and 2 where a deadlock is rare but throughput is a third of the top, where
+//! the levels that stall now and then deliver the most between stalls.
 //!
 //! On the in-process collapse backend the service time reaches 4× the floor only at twice
 //! the knee, a level the climb's ±10 % probes never reach once past the opening; on a
@@ -116,18 +124,34 @@ impl Peak {
         if t.completed <= 0.0 {
             return false;
         }
-        let service = t.busy / t.completed;
+        let timed = t.busy / t.completed;
+        // Little's law on a trial pressed at its limit (most of its periods): the mean time in flight
+        // is what was in flight over what left. It needs no timed request, so it sees a
+        // stall whose waiting requests an actuator that times one request in `k` missed.
+        let little = if 2 * t.saturated >= t.periods { t.held / t.completed } else { f64::NAN };
+        let service = if little > timed { little } else { timed };
         let floor = self.service_floor.at(now);
+        if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {
+            self.service_floor.note(timed, now);
+            self.recovering = false;
+            return false;
+        }
         // A host that stopped running the controller (a starved or paused process: its
-        // decisions came late) stopped its requests too: their wait is the host's, neither a
-        // stall nor a floor.
+        // decisions came late) stopped its requests too: their wait is the host's, not a
+        // stall.
         if t.late > 0.0 && t.late >= HOST_SHARE * (service - floor) {
             return false;
         }
-        if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {
-            self.service_floor.note(service, now);
-            return false;
+        // One halving per episode (as TCP's fast recovery halves once for the losses of one
+        // window, RFC 6582): the first trial after a halving that stalls too is forgiven,
+        // since it measured what was stuck before the halving (on PostgreSQL a deadlock's
+        // waiters, and their retries, outlast the first trial after it); the climb goes home
+        // again. A second one in a row is a stall of the halved level, and halves it.
+        if std::mem::take(&mut self.recovering) {
+            self.go(self.home, self.cfg.trial_periods);
+            return true;
         }
+        self.recovering = true;
         self.stall_at(i, now);
         self.up = true;
         self.slow_start = false;

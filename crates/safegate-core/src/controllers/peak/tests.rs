@@ -50,6 +50,10 @@ struct Model {
     stalled_until: f64,
     /// Whether a stall is the host's: the controller is not run during it either.
     host: bool,
+    /// Whether a stall's requests go untimed: they are charged the backend's service time,
+    /// not their wait (an actuator that times one request in `k` and charges the others
+    /// the timed mean, as the tower layer does under heavy traffic).
+    untimed: bool,
 }
 
 const DT: f64 = 0.001;
@@ -106,6 +110,7 @@ impl Model {
             stall: None,
             stalled_until: f64::NAN,
             host: false,
+            untimed: false,
         }
     }
 
@@ -123,7 +128,7 @@ impl Model {
                 if self.obs.now >= self.stalled_until {
                     // The stall is over: what waited through it completes.
                     done = self.n;
-                    latency = self.n * d;
+                    latency = self.n * if self.untimed { s } else { d };
                     self.stalled_until = f64::NAN;
                 } else if self.stalled_until.is_finite() {
                     (done, latency) = (0.0, 0.0);
@@ -552,6 +557,61 @@ fn a_stall_halves_the_limit_and_holds_its_level_out() {
     assert!(held.1 < before, "limits {held:?} after a stall at {before}");
 }
 
+/// The same stall with none of its requests timed (they are charged the floor's service
+/// time): Little's law on the trial (requests in flight over those that left) sees it.
+#[test]
+fn a_stall_none_of_whose_requests_was_timed_halves_the_limit() {
+    let (mut p, mut m, mut t, before) = climbed_below_a_knee_of_64();
+    m.untimed = true;
+    let stalled_at = m.stall_once(&mut p, &mut t);
+    m.run(&mut p, stalled_at + 1.5, 5, &mut t);
+    let after = p.home();
+    assert!(f64::from(after) <= 0.6 * f64::from(before), "home {before} → {after} after an untimed stall");
+}
+
+/// A stall followed at once by another (a deadlock's waiters and their retries, which
+/// outlast the first trial after the halving) halves the limit once, not twice: the first
+/// stalled trial after a halving measured what was stuck before it.
+#[test]
+fn a_stall_and_its_aftermath_halve_the_limit_once() {
+    let (mut p, mut m, mut t, before) = climbed_below_a_knee_of_64();
+    let stalled_at = m.stall_once(&mut p, &mut t);
+    while p.home() == before && m.obs.now < stalled_at + 1.5 {
+        m.run(&mut p, m.obs.now + 0.005, 5, &mut t);
+    }
+    let halved = p.home();
+    let again = m.stall_once(&mut p, &mut t);
+    m.run(&mut p, again + 1.5, 5, &mut t);
+    let after = p.home();
+    assert!(f64::from(halved) <= 0.6 * f64::from(before), "home {before} → {halved} after the first stall");
+    assert!(after >= halved, "home {before} → {halved} → {after}: halved again for the same episode");
+}
+
+/// After a stall the level that stalled comes back once its hold ends, also on a coarse
+/// grid where it is home's only neighbour above: the probe rounds that could only probe
+/// down in the meantime do not lengthen the climb's hold at home (on PostgreSQL, a limit of
+/// 2 held four seconds past a stall's hold at 0.6 of the best fixed limit).
+#[test]
+fn a_stalled_level_comes_back_when_its_hold_ends() {
+    let b = Backend::collapsing(0.004, 3.0);
+    let mut p = pool(Actuator::InFlight);
+    let mut m = Model::new(1.5 * b.peak(), b);
+    let mut t = Trace::default();
+    m.run(&mut p, 3.0, 5, &mut t);
+    let before = p.home();
+    assert_eq!(before, 3, "the climb settled at {before} on a knee of 3");
+    // The trial under way ends stalled: ten requests that waited a second each.
+    let stalled_at = m.obs.now;
+    p.target = p.home;
+    p.trial = super::trial::Trial { periods: 2, saturated: 2, completed: 10.0, good: 10.0, elapsed: 0.1, busy: 10.0, held: 0.3, late: 0.001, ..Default::default() };
+    p.finish_trial(stalled_at);
+    assert!(p.home() < before, "home {} after a stall at {before}", p.home());
+    m.run(&mut p, stalled_at + 10.0, 5, &mut t);
+    let back = t.limits.iter().find(|l| l.0 > stalled_at + 1.5 && l.1 >= before).map(|l| l.0 - stalled_at);
+    // The hold runs 5 s from the stall.
+    assert!(back.is_some_and(|s| s <= 6.5), "level {before} back {back:?} s after the stall");
+}
+
 /// A host that stops for a second (a starved or paused process: the requests in service and
 /// the controller stop together, then the requests complete late) is not a stalled
 /// backend: its decisions came late by as much, so the limit is not halved.
@@ -567,4 +627,19 @@ fn a_host_that_stops_is_not_a_stalled_backend() {
     m.run(&mut p, stopped_at + 2.5, 5, &mut t);
     let (lo, _) = t.range(stopped_at, stopped_at + 2.5);
     assert!(f64::from(lo) >= 0.8 * f64::from(before), "limits down to {lo} from {before} after the host stopped");
+}
+
+/// A trial faster than the service floor renews it, even when its decisions came a little
+/// late (as every decision of the tower layer does: the step runs at the first timed
+/// request after the period): the host guard is for slow trials only. Before, a late
+/// decision of 1 ms kept the floor from renewing, and it rose by half every 10 s.
+#[test]
+fn a_fast_trial_with_late_decisions_renews_the_floor() {
+    let mut p = pool(Actuator::InFlight);
+    p.service_floor.note(0.010, 0.0);
+    p.trial = super::trial::Trial { periods: 2, saturated: 2, completed: 100.0, good: 100.0, elapsed: 0.1, busy: 0.4, held: 0.4, late: 0.001, ..Default::default() };
+    let i = p.target;
+    assert!(!p.stalled_trial(i, 1.0));
+    let floor = p.service_floor.at(1.0);
+    assert!((floor - 0.004).abs() < 1e-12, "floor {floor} after a trial of 4 ms");
 }

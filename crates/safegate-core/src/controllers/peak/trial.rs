@@ -18,6 +18,9 @@ pub(super) struct PeriodLoad {
     pub(super) decisions: u32,
     pub(super) pressed: u32,
     pub(super) max_in_flight: f64,
+    /// The requests in flight summed over the period's decisions (their mean is the
+    /// period's load, for Little's law in `stall.rs`).
+    pub(super) in_flight_sum: f64,
     /// The latest decision in the period, beyond a period after the one before it \[s\].
     pub(super) late: f64,
 }
@@ -33,6 +36,9 @@ pub(super) struct Trial {
     pub(super) elapsed: f64,
     pub(super) busy: f64,
     pub(super) max_in_flight: f64,
+    /// Request-seconds in flight: each period's mean in flight times its length. Over the
+    /// completions, the mean time in flight by Little's law (`stall.rs`).
+    pub(super) held: f64,
     /// The latest decision of its periods (their [`PeriodLoad::late`]) \[s\].
     pub(super) late: f64,
     /// Sum and sum of squares of the periods' good rates \[req/s\]: their spread is the
@@ -91,6 +97,9 @@ impl Peak {
                 t.elapsed += elapsed;
                 t.busy += busy;
                 t.max_in_flight = t.max_in_flight.max(load.max_in_flight);
+                if load.decisions > 0 {
+                    t.held += load.in_flight_sum / f64::from(load.decisions) * elapsed;
+                }
                 t.late = t.late.max(load.late);
                 if elapsed > 0.0 {
                     let r = good / elapsed;
