@@ -85,7 +85,7 @@ impl Peak {
         self.expire_stall(now);
         let t = self.trial;
         let i = self.target;
-        let saturated = t.periods > 0 && 2 * t.saturated >= t.periods;
+        let saturated = t.saturated();
         if saturated {
             self.record(i, now);
         }
@@ -174,7 +174,7 @@ impl Peak {
                 // seconds past it on PostgreSQL, at 0.6 of the best fixed limit).
                 Some((_, until)) if self.top() <= self.home => {
                     let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
-                    hold = hold.min(left.min(f64::from(u32::MAX)) as u32);
+                    hold = hold.min(left as u32); // saturating cast
                 }
                 _ => self.calm += 1,
             }

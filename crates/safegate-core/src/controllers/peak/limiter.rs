@@ -60,7 +60,8 @@ pub struct Peak {
     pub(super) last_stall: f64,
     /// The grid point of the last stall.
     pub(super) last_stalled: Option<usize>,
-    /// Whether a stall halved the limit and no calm trial has ended since (`stall.rs`).
+    /// Whether a stall halved the limit and no trial has ended since, calm or stalled (the
+    /// first stalled one is forgiven: `stall.rs`).
     pub(super) recovering: bool,
     /// The shortest service time seen, rising slowly (`stall.rs`).
     pub(super) service_floor: super::stall::ServiceFloor,

@@ -128,7 +128,7 @@ impl Peak {
         // Little's law on a trial pressed at its limit (most of its periods): the mean time in flight
         // is what was in flight over what left. It needs no timed request, so it sees a
         // stall whose waiting requests an actuator that times one request in `k` missed.
-        let little = if 2 * t.saturated >= t.periods { t.held / t.completed } else { f64::NAN };
+        let little = if t.saturated() { t.held / t.completed } else { f64::NAN };
         let service = if little > timed { little } else { timed };
         let floor = self.service_floor.at(now);
         if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {

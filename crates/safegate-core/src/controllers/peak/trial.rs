@@ -48,6 +48,11 @@ pub(super) struct Trial {
 }
 
 impl Trial {
+    /// Whether the load pressed the limit in most of its periods (none: not).
+    pub(super) fn saturated(&self) -> bool {
+        self.periods > 0 && 2 * self.saturated >= self.periods
+    }
+
     /// The sample variance of the trial's period rates (NaN with fewer than two periods).
     pub(super) fn period_variance(&self) -> f64 {
         let n = f64::from(self.periods);
