@@ -163,7 +163,12 @@ impl Policy for Peak {
         let limit = f64::from(self.limit());
         if let Some(v) = self.cfg.actuator.in_flight(obs) {
             self.load.decisions += 1;
-            self.load.pressed += u32::from(v >= 1.0 && v >= limit - 1.0);
+            // Pressed: within one grid step of the limit (`L − 1` at small limits, where a step
+            // is less than one request). A single reading per period can fall between a batch
+            // of completions and their refill (a timer tick's worth at large limits), so
+            // `L − 1` alone judged saturated load app-limited.
+            let near = (limit - 1.0).min((1.0 - self.cfg.step) * limit);
+            self.load.pressed += u32::from(v >= 1.0 && v >= near);
             self.load.max_in_flight = self.load.max_in_flight.max(v);
             self.load.in_flight_sum += v;
         }

@@ -18,8 +18,8 @@
 //! points again and their estimates accumulate.
 //!
 //! Time is cut into **periods** (`interval`, the setting's 50 ms); a period is
-//! *saturated* when the load pressed on the limit (in flight ≥ `L − 1`) at least half of
-//! the decisions in it, or requests were turned away while it pressed at some decision.
+//! *saturated* when the load pressed on the limit (in flight ≥ `min(L − 1, (1 − step)·L)`,
+//! within one grid step of it) at least half of the decisions in it, or requests were turned away while it pressed at some decision.
 //! A **trial** holds one grid point: after a change it waits until the load in flight has
 //! come down to the new limit (at most 10 periods: the drain of a lowered limit is not a
 //! sample of it), then measures `trial_periods` periods (`hold_periods` for the periodic
