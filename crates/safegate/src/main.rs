@@ -19,6 +19,7 @@ mod executor_cmd;
 mod falsify_cmd;
 mod fleet_cmd;
 mod fleet_sim_render;
+mod gate_cmd;
 mod live_cmd;
 mod out_dir;
 mod policy_arg;
@@ -76,6 +77,10 @@ enum Command {
     /// Run executors as a separate process against a live run's Redis (see `live
     /// --external-executors`).
     Executor(executor_cmd::ExecutorArgs),
+    /// A queue's controller (safegate-queue): reads the queue's books, decides with a
+    /// registry policy under a boundary's filter, publishes the grant; run several, one
+    /// leads through a lease.
+    Gate(gate_cmd::GateArgs),
     /// A fleet of gate processes sharing one downstream, coordinated by a price over
     /// Redis; `--outage START:LEN` stops the coordinator for a while.
     Fleet(fleet_cmd::FleetArgs),
@@ -135,6 +140,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),
         Some(Command::Executor(args)) => executor_cmd::executor(&args),
+        Some(Command::Gate(args)) => gate_cmd::run(&args),
         Some(Command::Fleet(args)) => fleet_cmd::run(&args),
         Some(Command::Report(args)) => report_cmd::run(&args),
         Some(Command::FleetGate(args)) => fleet_cmd::gate(&args),

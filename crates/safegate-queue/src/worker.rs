@@ -1,0 +1,495 @@
+//! The worker: your handler on the jobs of a queue, at the concurrency the controller
+//! publishes, with heartbeats, a reaper, retries and a graceful shutdown.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::aio::MultiplexedConnection;
+use redis::streams::{StreamReadOptions, StreamReadReply};
+use redis::AsyncCommands;
+use serde::de::DeserializeOwned;
+use tokio::sync::Notify;
+
+use crate::keys::GROUP;
+use crate::{Queue, QueueError};
+
+/// One delivery of a job to your handler.
+#[derive(Debug, Clone)]
+pub struct Job<T> {
+    /// The job's id in the stream (a retry or a redelivery gets a new one).
+    pub id: String,
+    /// The payload, decoded.
+    pub payload: T,
+    /// Which attempt this is: 1 for the first delivery.
+    pub attempt: u32,
+    /// When it was first enqueued.
+    pub enqueued_at: SystemTime,
+}
+
+/// A handler's failure: retried after a backoff (the default, and what `?` gives from any
+/// error) until the queue's `max_attempts`, then dead-lettered; or fatal, failed at once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobError {
+    message: String,
+    fatal: bool,
+}
+
+impl JobError {
+    /// A failure worth another attempt.
+    pub fn retry(message: impl std::fmt::Display) -> Self {
+        Self { message: message.to_string(), fatal: false }
+    }
+
+    /// A failure no attempt will fix (a malformed job): failed for good, kept in the dead
+    /// letters.
+    pub fn fatal(message: impl std::fmt::Display) -> Self {
+        Self { message: message.to_string(), fatal: true }
+    }
+
+    /// Whether it is fatal.
+    pub fn is_fatal(&self) -> bool {
+        self.fatal
+    }
+
+    /// Its message.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl<E: std::error::Error> From<E> for JobError {
+    fn from(e: E) -> Self {
+        JobError::retry(e)
+    }
+}
+
+/// What a worker did, from start to shutdown.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WorkerReport {
+    /// Jobs done.
+    pub completed: u64,
+    /// Failed attempts put back for a retry.
+    pub retried: u64,
+    /// Jobs dead-lettered after their last attempt.
+    pub dead: u64,
+    /// Jobs failed for good.
+    pub failed: u64,
+    /// Acknowledgements that counted nothing: the job had been given back meanwhile (this
+    /// worker was taken for dead) and another delivery of it counts.
+    pub late: u64,
+    /// Redis errors survived (the lane waited and went on).
+    pub errors: u64,
+    /// Whether shutdown left jobs unfinished (the drain's time ran out): they are given
+    /// back once this worker's heartbeat expires.
+    pub abandoned: bool,
+}
+
+/// A pool of lanes consuming one queue; each lane runs one job at a time.
+#[derive(Debug, Clone)]
+pub struct Worker {
+    queue: Queue,
+    lanes: usize,
+    name: String,
+    heartbeat: Duration,
+    poll: Duration,
+    drain: Duration,
+}
+
+#[derive(Debug, Default)]
+struct Shared {
+    stop: AtomicBool,
+    stopped: Notify,
+    /// The concurrency published (−1: all lanes).
+    conc: AtomicI64,
+    /// Each lane's worker slot.
+    slots: Mutex<Vec<Option<u32>>>,
+    completed: AtomicU64,
+    retried: AtomicU64,
+    dead: AtomicU64,
+    failed: AtomicU64,
+    late: AtomicU64,
+    errors: AtomicU64,
+}
+
+impl Worker {
+    /// A worker on `queue` with 8 lanes, a 5-s heartbeat, a 30-s drain at shutdown, and a
+    /// name unique to this process.
+    pub fn new(queue: &Queue) -> Self {
+        let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        Self {
+            queue: queue.clone(),
+            lanes: 8,
+            name: format!("w{}-{:x}", std::process::id(), t & 0xff_ffff),
+            heartbeat: Duration::from_secs(5),
+            poll: Duration::from_millis(500),
+            drain: Duration::from_secs(30),
+        }
+    }
+
+    /// Lanes: jobs this worker runs at once at most (1 to 4096).
+    pub fn lanes(mut self, n: usize) -> Self {
+        self.lanes = n;
+        self
+    }
+
+    /// The worker's name (its lanes consume as `NAME/i`; 1 to 64 of `A–Z a–z 0–9 _ . -`).
+    /// Two live workers must not share one.
+    pub fn name(mut self, name: impl Into<String>) -> Self {
+        self.name = name.into();
+        self
+    }
+
+    /// How long the worker's heartbeat lives (refreshed every third of it): a worker
+    /// silent for this long is taken for dead and its jobs are given back (0.1 s to 1 h).
+    pub fn heartbeat(mut self, ttl: Duration) -> Self {
+        self.heartbeat = ttl;
+        self
+    }
+
+    /// How long shutdown waits for the jobs in flight to finish.
+    pub fn drain(mut self, d: Duration) -> Self {
+        self.drain = d;
+        self
+    }
+
+    fn check(&self) -> Result<(), QueueError> {
+        if !(1..=4096).contains(&self.lanes) {
+            return Err(QueueError::setting("lanes", self.lanes, "1 to 4096"));
+        }
+        if crate::keys::check_name(&self.name).is_err() {
+            return Err(QueueError::setting("worker name", format!("{:?}", self.name), "1 to 64 of A-Z a-z 0-9 _ . -"));
+        }
+        if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&self.heartbeat) {
+            return Err(QueueError::setting("heartbeat", format!("{:?}", self.heartbeat), "0.1 s to 1 h"));
+        }
+        Ok(())
+    }
+
+    /// Run `handler` on the queue's jobs until `shutdown` completes, then stop taking
+    /// jobs and wait for those in flight (at most the drain time). Returns what it did.
+    ///
+    /// Delivery is at least once: a job is acknowledged after its handler returns, and a
+    /// worker that dies holding jobs has them given back by another's reaper.
+    pub async fn run<T, H, F>(self, handler: H, shutdown: impl Future<Output = ()>) -> Result<WorkerReport, QueueError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        H: Fn(Job<T>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        self.check()?;
+        let shared = Arc::new(Shared { conc: AtomicI64::new(-1), ..Shared::default() });
+        *shared.slots.lock().unwrap_or_else(|p| p.into_inner()) = vec![None; self.lanes];
+        // The first beat before any job is taken: a reaper must not take this worker for dead.
+        beat(&self.queue, &self.name, &shared, self.heartbeat).await?;
+        // And the published concurrency before any lane takes a job.
+        shared.conc.store(concurrency(&self.queue).await?, Ordering::Relaxed);
+        let handler = Arc::new(handler);
+        let mut lanes = tokio::task::JoinSet::new();
+        for i in 0..self.lanes {
+            let reader = self.queue.dedicated().await?;
+            let lane =
+                Lane { queue: self.queue.clone(), consumer: format!("{}/{i}", self.name), i, shared: shared.clone() };
+            let (h, poll, ttl) = (handler.clone(), self.poll, self.heartbeat);
+            lanes.spawn(async move { lane.run(reader, h, poll, ttl).await });
+        }
+        // Aborted when `run` returns or is dropped: a worker that is gone stops beating.
+        let upkeep = AbortOnDrop({
+            let (q, name, shared, ttl) = (self.queue.clone(), self.name.clone(), shared.clone(), self.heartbeat);
+            tokio::spawn(async move { upkeep(q, name, shared, ttl).await })
+        });
+        shutdown.await;
+        shared.stop.store(true, Ordering::SeqCst);
+        shared.stopped.notify_waiters();
+        let drained =
+            tokio::time::timeout(self.drain + self.poll, async { while lanes.join_next().await.is_some() {} })
+                .await
+                .is_ok();
+        if !drained {
+            lanes.abort_all();
+        }
+        drop(upkeep);
+        if drained {
+            // Nothing is held: the heartbeat goes, and the reaper forgets the lanes.
+            let mut c = self.queue.con.clone();
+            let _: redis::RedisResult<()> =
+                redis::cmd("DEL").arg(format!("{}{}", self.queue.keys.hb_prefix, self.name)).query_async(&mut c).await;
+        }
+        let n = |a: &AtomicU64| a.load(Ordering::Relaxed);
+        Ok(WorkerReport {
+            completed: n(&shared.completed),
+            retried: n(&shared.retried),
+            dead: n(&shared.dead),
+            failed: n(&shared.failed),
+            late: n(&shared.late),
+            errors: n(&shared.errors),
+            abandoned: !drained,
+        })
+    }
+}
+
+/// A task aborted when this is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Refresh the worker's heartbeat and every lane's slot (a lost slot is dropped).
+async fn beat(q: &Queue, name: &str, shared: &Shared, ttl: Duration) -> Result<(), QueueError> {
+    let hb = format!("{}{name}", q.keys.hb_prefix);
+    let ttl_ms = ttl.as_millis() as u64;
+    let _: i64 = q.fcall("sg_beat", &[&hb, ""], &(&name, &ttl_ms)).await?;
+    let held: Vec<(usize, u32)> = {
+        let s = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
+        s.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s))).collect()
+    };
+    for (i, slot) in held {
+        let key = format!("{}{slot}", q.keys.slot_prefix);
+        let consumer = format!("{name}/{i}");
+        let ok: i64 = q.fcall("sg_beat", &[&hb, &key], &(&consumer, &ttl_ms)).await?;
+        if ok == 0 {
+            let mut s = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
+            if s[i] == Some(slot) {
+                s[i] = None;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The workers allowed at once, as published (−1: all, or none published). A grant whose
+/// lease ran out keeps its concurrency: without a fresh grant it never rises.
+async fn concurrency(q: &Queue) -> Result<i64, QueueError> {
+    let mut c = q.con.clone();
+    let v: Option<i64> = redis::cmd("HGET")
+        .arg(&q.keys.gate)
+        .arg("conc")
+        .query_async(&mut c)
+        .await
+        .map_err(q.err("reading the grant"))?;
+    Ok(v.unwrap_or(-1))
+}
+
+/// The worker's background duties: heartbeats, the published concurrency, due retries
+/// into the stream, and reaping the jobs of dead workers.
+async fn upkeep(q: Queue, name: String, shared: Arc<Shared>, ttl: Duration) {
+    let every = (ttl / 3).min(Duration::from_millis(250));
+    let mut tick = tokio::time::interval(every);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut n = 0u64;
+    loop {
+        tick.tick().await;
+        n += 1;
+        let mut ok = beat(&q, &name, &shared, ttl).await.is_ok();
+        match concurrency(&q).await {
+            Ok(v) => shared.conc.store(v, Ordering::Relaxed),
+            Err(_) => ok = false,
+        }
+        for _ in 0..10 {
+            match q.fcall::<i64, _>("sg_promote", &[&q.keys.delayed, &q.keys.jobs, &q.keys.count], &100).await {
+                Ok(100) => continue,
+                Ok(_) => break,
+                Err(_) => {
+                    ok = false;
+                    break;
+                }
+            }
+        }
+        if n.is_multiple_of(4) {
+            let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.dead, &q.keys.config];
+            ok &= q.fcall::<i64, _>("sg_reap", &keys, &(&q.keys.hb_prefix, &GROUP, &100)).await.is_ok();
+        }
+        if !ok {
+            shared.errors.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+}
+
+struct Lane {
+    queue: Queue,
+    consumer: String,
+    i: usize,
+    shared: Arc<Shared>,
+}
+
+/// One delivery as read from the stream.
+struct Delivery {
+    id: String,
+    payload: String,
+    attempt: u32,
+    at_us: u64,
+}
+
+impl Lane {
+    fn slot(&self) -> Option<u32> {
+        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.i]
+    }
+
+    fn set_slot(&self, s: Option<u32>) {
+        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.i] = s;
+    }
+
+    /// Give the lane's slot up (only if it is still this lane's).
+    async fn release(&self, slot: u32) {
+        self.set_slot(None);
+        let key = format!("{}{slot}", self.queue.keys.slot_prefix);
+        let mut c = self.queue.con.clone();
+        let held: redis::RedisResult<Option<String>> = redis::cmd("GET").arg(&key).query_async(&mut c).await;
+        if held.ok().flatten().as_deref() == Some(self.consumer.as_str()) {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(&key).query_async(&mut c).await;
+        }
+    }
+
+    /// Whether the lane may take a job now: it holds a slot below the published
+    /// concurrency (or none is published).
+    async fn admitted(&self, ttl: Duration) -> Result<bool, QueueError> {
+        let conc = self.shared.conc.load(Ordering::Relaxed);
+        let slot = self.slot();
+        if conc < 0 {
+            if let Some(s) = slot {
+                self.release(s).await;
+            }
+            return Ok(true);
+        }
+        match slot {
+            Some(s) if i64::from(s) < conc => return Ok(true),
+            Some(s) => self.release(s).await,
+            None => {}
+        }
+        let q = &self.queue;
+        let got: i64 = q
+            .fcall("sg_slot", &[&q.keys.jobs], &(&q.keys.slot_prefix, &self.consumer, &conc, &(ttl.as_millis() as u64)))
+            .await?;
+        let got = u32::try_from(got).ok();
+        self.set_slot(got);
+        Ok(got.is_some())
+    }
+
+    async fn run<T, H, F>(self, mut reader: MultiplexedConnection, handler: Arc<H>, poll: Duration, ttl: Duration)
+    where
+        T: DeserializeOwned + Send + 'static,
+        H: Fn(Job<T>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            let step = async {
+                if !self.admitted(ttl).await? {
+                    // No slot free: wait a little (or for shutdown).
+                    let _ = tokio::time::timeout(Duration::from_millis(50), self.shared.stopped.notified()).await;
+                    return Ok(());
+                }
+                if let Some(d) = self.fetch(&mut reader, poll).await? {
+                    self.process(d, &*handler).await?;
+                }
+                Ok::<(), QueueError>(())
+            };
+            if step.await.is_err() {
+                self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                let _ = tokio::time::timeout(Duration::from_millis(200), self.shared.stopped.notified()).await;
+                if let Ok(r) = self.queue.dedicated().await {
+                    reader = r;
+                }
+            }
+        }
+        if let Some(s) = self.slot() {
+            self.release(s).await;
+        }
+    }
+
+    async fn fetch(&self, reader: &mut MultiplexedConnection, poll: Duration) -> Result<Option<Delivery>, QueueError> {
+        let opts =
+            StreamReadOptions::default().group(GROUP, &self.consumer).count(1).block(poll.as_millis().max(1) as usize);
+        let q = &self.queue;
+        let reply: redis::RedisResult<Option<StreamReadReply>> =
+            reader.xread_options(&[&q.keys.jobs], &[">"], &opts).await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) if e.code() == Some("NOGROUP") => {
+                q.ensure_group().await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(q.err("reading the stream")(e)),
+        };
+        let Some(entry) = reply.and_then(|r| r.keys.into_iter().next()).and_then(|k| k.ids.into_iter().next()) else {
+            return Ok(None);
+        };
+        let get = |f: &str| entry.map.get(f).and_then(|v| redis::from_redis_value_ref::<String>(v).ok());
+        Ok(Some(Delivery {
+            payload: get("job").unwrap_or_default(),
+            attempt: get("n").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0).saturating_add(1),
+            at_us: get("at").and_then(|a| a.parse().ok()).unwrap_or(0),
+            id: entry.id,
+        }))
+    }
+
+    async fn process<T, H, F>(&self, d: Delivery, handler: &H) -> Result<(), QueueError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        H: Fn(Job<T>) -> F,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        let start = std::time::Instant::now();
+        let outcome = match serde_json::from_str::<T>(&d.payload) {
+            Err(e) => Err(JobError::fatal(format!("the payload does not decode: {e}"))),
+            Ok(payload) => {
+                let job = Job {
+                    id: d.id.clone(),
+                    payload,
+                    attempt: d.attempt,
+                    enqueued_at: UNIX_EPOCH + Duration::from_micros(d.at_us),
+                };
+                // Its own task: a handler that panics fails its attempt, not the lane.
+                match tokio::spawn(handler(job)).await {
+                    Ok(r) => r,
+                    Err(e) => Err(JobError::retry(format!("the handler panicked: {e}"))),
+                }
+            }
+        };
+        let service = start.elapsed().as_micros() as u64;
+        let q = &self.queue;
+        let s = &self.shared;
+        match outcome {
+            Ok(()) => {
+                let n: i64 = q.fcall("sg_ack", &[&q.keys.jobs, &q.keys.count], &(&d.id, &GROUP, &service)).await?;
+                if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config];
+                let fatal = if e.fatal { "1" } else { "0" };
+                let u = jitter(&d.id);
+                let n: i64 = q.fcall("sg_fail", &keys, &(&d.id, &GROUP, &e.message, &fatal, &service, &u)).await?;
+                match n {
+                    1 => &s.retried,
+                    2 => &s.dead,
+                    3 => &s.failed,
+                    _ => &s.late,
+                }
+                .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A draw in \[0, 1) for a retry's jitter, from the job's id and the clock (no RNG needed).
+fn jitter(id: &str) -> f64 {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() as u64);
+    let mut h = t ^ 0x9e37_79b9_7f4a_7c15;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}

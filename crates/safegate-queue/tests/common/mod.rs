@@ -1,0 +1,101 @@
+//! A private `redis-server` on a free loopback port for the tests, stopped when dropped.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Redis {
+    child: Option<Child>,
+    pub port: u16,
+    dir: PathBuf,
+    args: Vec<String>,
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap().local_addr().unwrap().port()
+}
+
+impl Redis {
+    /// Start a server; `persistent`: an append-only file fsynced on every write.
+    pub fn start(persistent: bool) -> Self {
+        Self::start_with(persistent, &[])
+    }
+
+    pub fn start_with(persistent: bool, extra: &[&str]) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("sgq-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut args: Vec<String> =
+            ["--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", "redis.log"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        args.extend(["--port".into(), port.to_string(), "--dir".into(), dir.display().to_string()]);
+        if persistent {
+            args.extend(["--appendonly", "yes", "--appendfsync", "always"].map(String::from));
+        }
+        args.extend(extra.iter().map(|s| s.to_string()));
+        let mut r = Self { child: None, port, dir, args };
+        r.spawn();
+        r
+    }
+
+    fn spawn(&mut self) {
+        let bin = std::env::var("SAFEGATE_REDIS_SERVER").unwrap_or_else(|_| "redis-server".into());
+        let child = Command::new(&bin)
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("starting {bin} (scripts/test installs it): {e}"));
+        self.child = Some(child);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, self.port));
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(100)).is_err() {
+            assert!(Instant::now() < deadline, "redis-server on port {} did not start", self.port);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}/", self.port)
+    }
+
+    /// Stop (SIGTERM, flushing the append-only file) and start again on the same port.
+    pub fn restart(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = Command::new("kill").arg("-TERM").arg(c.id().to_string()).status();
+            let _ = c.wait();
+        }
+        self.spawn();
+    }
+}
+
+impl Drop for Redis {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A Python interpreter that imports redis-py: `$SAFEGATE_PYTHON`, `python3`, or
+/// `/usr/bin/python3` (scripts/test installs Debian's python3-redis when none does).
+pub fn python_with_redis() -> String {
+    let candidates =
+        std::env::var("SAFEGATE_PYTHON").into_iter().chain(["python3".to_string(), "/usr/bin/python3".to_string()]);
+    for p in candidates {
+        let ok =
+            Command::new(&p).args(["-c", "import redis"]).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+        if ok {
+            return p;
+        }
+    }
+    panic!("no Python interpreter imports redis-py (scripts/test installs python3-redis; or set SAFEGATE_PYTHON)");
+}

@@ -1,0 +1,132 @@
+//! Components that die without a word (their runtime dropped mid-flight, as a `kill -9`
+//! leaves them): a worker's jobs come back, a follower controller takes the lead.
+
+mod common;
+
+use std::future::pending;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use safegate_core::{Action, Observation, Policy};
+use safegate_queue::{Controller, Job, Queue, Worker};
+
+struct Fixed(f64);
+
+impl Policy for Fixed {
+    fn decide(&mut self, _: &Observation) -> Action {
+        Action::admit(self.0)
+    }
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+#[test]
+fn a_dead_workers_jobs_are_given_back_and_done_once() {
+    let r = common::Redis::start(false);
+    let main = runtime();
+    let q = main.block_on(Queue::connect(&r.url(), "reaped")).unwrap();
+    main.block_on(async {
+        let p = q.producer::<u32>();
+        for n in 0..20 {
+            assert!(p.enqueue(&n).await.unwrap().is_admitted());
+        }
+    });
+    // A worker that takes 4 jobs and hangs on them, then dies with its runtime.
+    let doomed = runtime();
+    let q2 = q.clone();
+    doomed.spawn(async move {
+        Worker::new(&q2)
+            .name("doomed")
+            .lanes(4)
+            .heartbeat(Duration::from_millis(300))
+            .run(|_: Job<u32>| pending::<Result<(), safegate_queue::JobError>>(), pending())
+            .await
+    });
+    main.block_on(async {
+        let t0 = Instant::now();
+        while q.stats().await.unwrap().in_service < 4 {
+            assert!(t0.elapsed() < Duration::from_secs(10), "the doomed worker took no jobs");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    doomed.shutdown_background();
+    let done = Arc::new(AtomicU32::new(0));
+    let d = done.clone();
+    let report = main.block_on(async {
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let w = tokio::spawn(Worker::new(&q).name("rescuer").lanes(2).heartbeat(Duration::from_millis(300)).run(
+            move |_: Job<u32>| {
+                let d = d.clone();
+                async move {
+                    d.fetch_add(1, Ordering::Relaxed);
+                    Ok(())
+                }
+            },
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        let t0 = Instant::now();
+        while q.stats().await.unwrap().completed < 20 {
+            assert!(t0.elapsed() < Duration::from_secs(20), "{:?}", q.stats().await.unwrap());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        stop.send(()).unwrap();
+        w.await.unwrap().unwrap()
+    });
+    let s = main.block_on(q.stats()).unwrap();
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!((s.completed, s.redelivered, report.completed), (20, 4, 20), "{s:?}");
+    assert_eq!(done.load(Ordering::Relaxed), 20);
+}
+
+/// Two controllers: the leader dies; the follower leads within twice the lease, and the
+/// grant never lapsed into the fallback meanwhile for longer than that.
+#[test]
+fn a_follower_takes_over_within_twice_the_lease() {
+    let r = common::Redis::start(false);
+    let main = runtime();
+    let q = main.block_on(Queue::connect(&r.url(), "led")).unwrap();
+    let lease = Duration::from_millis(400);
+    let period = Duration::from_millis(20);
+    let leader_rt = runtime();
+    let ql = q.clone();
+    leader_rt.spawn(async move {
+        Controller::new(&ql, Box::new(Fixed(0.5)), 100).id("a").period(period).lease(lease).run(pending()).await
+    });
+    main.block_on(async {
+        let t0 = Instant::now();
+        while q.grant().await.unwrap().is_none_or(|g| g.leader != "a") {
+            assert!(t0.elapsed() < Duration::from_secs(5), "a never led");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let qf = q.clone();
+    let follower = main.spawn(async move {
+        Controller::new(&qf, Box::new(Fixed(0.7)), 100).id("b").period(period).lease(lease).run(pending()).await
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(main.block_on(q.grant()).unwrap().unwrap().leader, "a", "b must follow while a leads");
+    let killed = Instant::now();
+    leader_rt.shutdown_background();
+    let gap = main.block_on(async {
+        loop {
+            let g = q.grant().await.unwrap().unwrap();
+            if g.leader == "b" {
+                assert_eq!((g.share, g.epoch), (0.7, 2));
+                return killed.elapsed();
+            }
+            assert!(killed.elapsed() < 4 * lease, "b did not take over");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    println!("takeover after kill: {gap:?} (lease {lease:?})");
+    assert!(gap <= 2 * lease, "{gap:?}");
+    follower.abort();
+}

@@ -1,0 +1,372 @@
+//! The queue against a real redis-server on a free loopback port.
+
+mod common;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use safegate_core::fleet::lease::{Grant as CoreGrant, GrantKeeper, KeeperConfig, KeeperInput, LossPolicy};
+use safegate_core::{Action, Observation, Policy};
+use safegate_queue::{Admission, Controller, GateMode, Job, JobError, Queue, QueueConfig, Reason, Worker};
+use serde::{Deserialize, Serialize};
+use tokio::sync::oneshot;
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Email {
+    to: String,
+    n: u32,
+}
+
+/// A policy that always proposes the same action.
+struct Fixed(Action);
+
+impl Policy for Fixed {
+    fn decide(&mut self, _: &Observation) -> Action {
+        self.0
+    }
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+}
+
+async fn wait_until(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> bool) {
+    let t0 = Instant::now();
+    while !f().await {
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn typed_jobs_are_enqueued_worked_and_counted() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "emails").await.unwrap();
+    let p = q.producer::<Email>();
+    for n in 0..200 {
+        let a = p.enqueue(&Email { to: format!("u{n}@example.com"), n }).await.unwrap();
+        assert!(a.is_admitted(), "{a:?}");
+    }
+    let seen = Arc::new(AtomicU32::new(0));
+    let s = seen.clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(4).run(
+        move |job: Job<Email>| {
+            let s = s.clone();
+            async move {
+                assert_eq!(job.payload.to, format!("u{}@example.com", job.payload.n));
+                assert_eq!(job.attempt, 1);
+                s.fetch_add(1, Ordering::Relaxed);
+                Ok(())
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    wait_until("200 jobs done", Duration::from_secs(20), async || q.stats().await.unwrap().completed == 200).await;
+    stop.send(()).unwrap();
+    let report = w.await.unwrap().unwrap();
+    assert_eq!((report.completed, report.abandoned), (200, false));
+    assert_eq!(seen.load(Ordering::Relaxed), 200);
+    let s = q.stats().await.unwrap();
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!((s.offered, s.admitted, s.waiting()), (200, 200, 0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_controller_the_fallback_bound_holds() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "bounded").await.unwrap();
+    q.configure(&QueueConfig { cap: 100, fallback: 10, ..QueueConfig::default() }).await.unwrap();
+    let p = q.producer::<u32>();
+    let mut admitted = 0;
+    for n in 0..25 {
+        match p.enqueue(&n).await.unwrap() {
+            Admission::Admitted { .. } => admitted += 1,
+            Admission::Rejected { reason, retry_after, mode } => {
+                assert_eq!((reason, mode), (Reason::Full, GateMode::Bootstrap));
+                assert!(retry_after >= Duration::from_millis(1), "{retry_after:?}");
+            }
+        }
+    }
+    assert_eq!(admitted, 10);
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.rejected_full, s.in_stream), (15, 10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_share_admits_exactly_its_fraction_and_the_grant_freezes_then_falls_back() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "shared").await.unwrap();
+    q.configure(&QueueConfig { cap: 1000, fallback: 40, ..QueueConfig::default() }).await.unwrap();
+    let policy = Fixed(Action { admit: 0.25, concurrency: Some(3), shed_retries: false });
+    let c = Controller::new(&q, Box::new(policy), 1000)
+        .bound(60)
+        .period(Duration::from_millis(20))
+        .lease(Duration::from_millis(600));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let h = tokio::spawn(c.run(async move {
+        let _ = stopped.await;
+    }));
+    wait_until("a grant", Duration::from_secs(5), async || q.grant().await.unwrap().is_some()).await;
+    let g = q.grant().await.unwrap().unwrap();
+    assert_eq!((g.share, g.concurrency, g.bound, g.epoch), (0.25, Some(3), 60, 1));
+    let p = q.producer::<u32>();
+    let mut by = (0, 0);
+    for n in 0..100 {
+        match p.enqueue(&n).await.unwrap() {
+            Admission::Admitted { .. } => by.0 += 1,
+            Admission::Rejected { reason: Reason::Share, mode: GateMode::Granted, .. } => by.1 += 1,
+            a => panic!("{a:?}"),
+        }
+    }
+    // Error diffusion: exactly a quarter.
+    assert_eq!(by, (25, 75));
+    // The controller goes (it resigns its lease; the grant stays until its own lease ends).
+    stop.send(()).unwrap();
+    let report = h.await.unwrap().unwrap();
+    assert!(report.published >= 1 && report.takeovers == 1, "{report:?}");
+    match p.enqueue(&0).await.unwrap() {
+        Admission::Admitted { .. } | Admission::Rejected { mode: GateMode::Granted, .. } => {}
+        a => panic!("frozen grant expected: {a:?}"),
+    }
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Lease over: no share, the fallback bound (40, below the grant's 60): 25 or 26 in,
+    // up to 40.
+    let mut fallback = 0;
+    for n in 0..100 {
+        match p.enqueue(&n).await.unwrap() {
+            Admission::Admitted { .. } => fallback += 1,
+            Admission::Rejected { reason: Reason::Full, mode: GateMode::Fallback, .. } => {}
+            a => panic!("{a:?}"),
+        }
+    }
+    let s = q.stats().await.unwrap();
+    assert_eq!(s.in_stream, 40, "{s:?} ({fallback} admitted in fallback)");
+}
+
+/// The gate's bound is the decision core's GrantKeeper for one gate (hybrid, no learning
+/// period: one gate has no fleet to share with): the same limit through a sequence of
+/// grants, silences and expiries.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_gates_bound_is_the_grant_keepers() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "keeper").await.unwrap();
+    let (cap, fallback) = (500u64, 50u64);
+    q.configure(&QueueConfig { cap, fallback, ..QueueConfig::default() }).await.unwrap();
+    let mut cfg = KeeperConfig::new(LossPolicy::Hybrid, fallback as f64, 1.0, 1).unwrap();
+    cfg.learning = false;
+    let mut keeper = GrantKeeper::new(cfg);
+    let mut con = redis::Client::open(r.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let gate = "sg:{keeper}:gate";
+    // (grant's bound or none, lease left [ms]; negative: the previous grant, expired)
+    let steps: [(Option<u64>, i64); 9] = [
+        (None, 0),
+        (Some(300), 5000),
+        (Some(800), 5000),
+        (Some(30), 5000),
+        (Some(30), -1),
+        (Some(300), 5000),
+        (Some(300), -1),
+        (Some(20), 5000),
+        (Some(20), -1),
+    ];
+    for (i, (bound, left)) in steps.into_iter().enumerate() {
+        let (secs, micros): (u64, u64) = redis::cmd("TIME").query_async(&mut con).await.unwrap();
+        let now_us = secs as i64 * 1_000_000 + micros as i64;
+        let mut core_grant = None;
+        if let Some(b) = bound {
+            let expires_us = now_us + left * 1000;
+            let () = redis::cmd("HSET")
+                .arg(gate)
+                .arg(&[("share", "1".to_string()), ("bound", b.to_string()), ("expires", expires_us.to_string())])
+                .query_async(&mut con)
+                .await
+                .unwrap();
+            core_grant =
+                Some(CoreGrant { limit: (b.min(cap)) as f64, expires: expires_us as f64 * 1e-6, members: 1, epoch: 0 });
+        }
+        let d = keeper.decide(&KeeperInput {
+            now: now_us as f64 * 1e-6,
+            grant: core_grant,
+            reachable: left > 0,
+            proposal: f64::INFINITY,
+        });
+        // The gate's bound, probed: fill the stream until it says full.
+        let () = redis::cmd("DEL").arg("sg:{keeper}:jobs").query_async(&mut con).await.unwrap();
+        q.load_library().await.unwrap();
+        let p = q.producer::<u8>();
+        let mut n = 0u64;
+        while p.enqueue(&0).await.unwrap().is_admitted() {
+            n += 1;
+            assert!(n <= cap, "step {i}: past the cap");
+        }
+        assert_eq!(n as f64, d.limit, "step {i}: gate {n}, keeper {:?}", d);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_are_retried_with_backoff_then_dead_lettered() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "flaky").await.unwrap();
+    q.configure(&QueueConfig {
+        max_attempts: 3,
+        backoff: Duration::from_millis(20),
+        backoff_max: Duration::from_millis(100),
+        ..QueueConfig::default()
+    })
+    .await
+    .unwrap();
+    let p = q.producer::<Email>();
+    for n in 0..10 {
+        assert!(p.enqueue(&Email { to: "x".into(), n }).await.unwrap().is_admitted());
+    }
+    // A payload that is not an Email: fatal at once.
+    assert!(q.producer::<String>().enqueue(&"garbage".to_string()).await.unwrap().is_admitted());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(2).run(
+        |job: Job<Email>| async move {
+            match job.payload.n % 3 {
+                0 => Ok(()),
+                1 if job.attempt >= 2 => Ok(()),
+                2 => Err(JobError::fatal("never")),
+                _ => Err(JobError::retry(format!("attempt {}", job.attempt))),
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    // n % 3 == 0: 4 done at once; == 1: 3 done at their second attempt; == 2: 3 failed; and the garbage failed.
+    wait_until("all settled", Duration::from_secs(20), async || {
+        let s = q.stats().await.unwrap();
+        s.completed + s.failed + s.dead == 11
+    })
+    .await;
+    stop.send(()).unwrap();
+    let report = w.await.unwrap().unwrap();
+    let s = q.stats().await.unwrap();
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!((s.completed, s.failed, s.dead, s.retried), (7, 4, 0, 3), "{s:?}");
+    assert_eq!((report.completed, report.failed, report.retried), (7, 4, 3));
+    let dead = q.dead_letters(10).await.unwrap();
+    assert_eq!(dead.len(), 4);
+    assert!(dead.iter().any(|d| d.error.contains("does not decode")), "{dead:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_that_always_fails_is_dead_lettered_after_its_attempts() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "doomed").await.unwrap();
+    q.configure(&QueueConfig {
+        max_attempts: 4,
+        backoff: Duration::from_millis(10),
+        backoff_max: Duration::from_millis(40),
+        ..QueueConfig::default()
+    })
+    .await
+    .unwrap();
+    assert!(q.producer::<u32>().enqueue(&7).await.unwrap().is_admitted());
+    let attempts = Arc::new(AtomicU32::new(0));
+    let a = attempts.clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(1).run(
+        move |job: Job<u32>| {
+            let a = a.clone();
+            async move {
+                a.fetch_add(1, Ordering::Relaxed);
+                Err::<(), _>(std::io::Error::other(format!("down at attempt {}", job.attempt)).into())
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    wait_until("dead-lettered", Duration::from_secs(20), async || q.stats().await.unwrap().dead == 1).await;
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+    assert_eq!(attempts.load(Ordering::Relaxed), 4);
+    let d = &q.dead_letters(1).await.unwrap()[0];
+    assert_eq!((d.attempts, d.kind.as_str(), d.payload.as_str()), (4, "dead", "7"));
+    assert!(d.error.contains("attempt 4"), "{d:?}");
+    assert!(q.stats().await.unwrap().balanced());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_is_wiped_on_reconnect_or_on_a_redis_restart() {
+    let mut r = common::Redis::start(true);
+    let q = Queue::connect(&r.url(), "kept").await.unwrap();
+    let p = q.producer::<u32>();
+    for n in 0..50 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    drop((p, q));
+    r.restart();
+    let q = Queue::connect(&r.url(), "kept").await.unwrap();
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.admitted, s.in_stream), (50, 50), "{s:?}");
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(2).run(|_: Job<u32>| async { Ok(()) }, async move {
+        let _ = stopped.await;
+    }));
+    wait_until("50 done", Duration::from_secs(20), async || q.stats().await.unwrap().completed == 50).await;
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+    assert!(q.stats().await.unwrap().balanced());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_published_concurrency_caps_the_jobs_in_service() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "capped").await.unwrap();
+    let c =
+        Controller::new(&q, Box::new(Fixed(Action { admit: 1.0, concurrency: Some(3), shed_retries: false })), 1000)
+            .period(Duration::from_millis(20))
+            .lease(Duration::from_millis(500));
+    let (stop_c, stopped_c) = oneshot::channel::<()>();
+    let hc = tokio::spawn(c.run(async move {
+        let _ = stopped_c.await;
+    }));
+    wait_until("a grant", Duration::from_secs(5), async || q.grant().await.unwrap().is_some()).await;
+    let p = q.producer::<u32>();
+    for n in 0..60 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let running = Arc::new(AtomicU32::new(0));
+    let most = Arc::new(AtomicU32::new(0));
+    let mut workers = Vec::new();
+    let mut stops = Vec::new();
+    for _ in 0..2 {
+        let (running, most) = (running.clone(), most.clone());
+        let (stop, stopped) = oneshot::channel::<()>();
+        stops.push(stop);
+        workers.push(tokio::spawn(Worker::new(&q).lanes(4).run(
+            move |_: Job<u32>| {
+                let (running, most) = (running.clone(), most.clone());
+                async move {
+                    let n = running.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(n, Ordering::SeqCst);
+                    tokio::time::sleep(Duration::from_millis(15)).await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                    Ok(())
+                }
+            },
+            async move {
+                let _ = stopped.await;
+            },
+        )));
+    }
+    wait_until("60 done", Duration::from_secs(30), async || q.stats().await.unwrap().completed == 60).await;
+    for s in stops {
+        s.send(()).unwrap();
+    }
+    for w in workers {
+        w.await.unwrap().unwrap();
+    }
+    stop_c.send(()).unwrap();
+    hc.await.unwrap().unwrap();
+    // 8 lanes over two workers, 3 slots published.
+    let most = most.load(Ordering::SeqCst);
+    assert!((2..=3).contains(&most), "{most} in service at once");
+}
