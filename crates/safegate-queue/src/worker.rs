@@ -381,6 +381,10 @@ impl Lane {
         H: Fn(Job<T>) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), JobError>> + Send + 'static,
     {
+        // After an error the lane may hold a job whose outcome was not recorded (Redis went
+        // away between the handler and the acknowledgement): it reads its own pending
+        // entries first (`XREADGROUP … 0`) and runs them again (at least once), until none.
+        let mut own = false;
         while !self.shared.stop.load(Ordering::SeqCst) {
             let step = async {
                 if !self.admitted(ttl).await? {
@@ -388,12 +392,14 @@ impl Lane {
                     let _ = tokio::time::timeout(Duration::from_millis(50), self.shared.stopped.notified()).await;
                     return Ok(());
                 }
-                if let Some(d) = self.fetch(&mut reader, poll).await? {
-                    self.process(d, &*handler).await?;
+                match self.fetch(&mut reader, poll, own).await? {
+                    Some(d) => self.process(d, &*handler).await?,
+                    None => own = false,
                 }
                 Ok::<(), QueueError>(())
             };
             if step.await.is_err() {
+                own = true;
                 self.shared.errors.fetch_add(1, Ordering::Relaxed);
                 let _ = tokio::time::timeout(Duration::from_millis(200), self.shared.stopped.notified()).await;
                 if let Ok(r) = self.queue.dedicated().await {
@@ -406,12 +412,22 @@ impl Lane {
         }
     }
 
-    async fn fetch(&self, reader: &mut MultiplexedConnection, poll: Duration) -> Result<Option<Delivery>, QueueError> {
-        let opts =
-            StreamReadOptions::default().group(GROUP, &self.consumer).count(1).block(poll.as_millis().max(1) as usize);
+    /// The next new job (waiting at most `poll`), or with `own` this lane's oldest pending
+    /// one (at once).
+    async fn fetch(
+        &self,
+        reader: &mut MultiplexedConnection,
+        poll: Duration,
+        own: bool,
+    ) -> Result<Option<Delivery>, QueueError> {
+        let mut opts = StreamReadOptions::default().group(GROUP, &self.consumer).count(1);
+        if !own {
+            opts = opts.block(poll.as_millis().max(1) as usize);
+        }
         let q = &self.queue;
+        let id = if own { "0" } else { ">" };
         let reply: redis::RedisResult<Option<StreamReadReply>> =
-            reader.xread_options(&[&q.keys.jobs], &[">"], &opts).await;
+            reader.xread_options(&[&q.keys.jobs], &[id], &opts).await;
         let reply = match reply {
             Ok(r) => r,
             Err(e) if e.code() == Some("NOGROUP") => {
@@ -424,6 +440,10 @@ impl Lane {
             return Ok(None);
         };
         let get = |f: &str| entry.map.get(f).and_then(|v| redis::from_redis_value_ref::<String>(v).ok());
+        if get("job").is_none() {
+            // A pending entry deleted meanwhile: nothing to run.
+            return Ok(None);
+        }
         Ok(Some(Delivery {
             payload: get("job").unwrap_or_default(),
             attempt: get("n").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0).saturating_add(1),
@@ -460,14 +480,17 @@ impl Lane {
         let s = &self.shared;
         match outcome {
             Ok(()) => {
-                let n: i64 = q.fcall("sg_ack", &[&q.keys.jobs, &q.keys.count], &(&d.id, &GROUP, &service)).await?;
+                let keys = [&*q.keys.jobs, &q.keys.count];
+                let args = (&d.id, GROUP, service);
+                let n: i64 = self.record(|| q.fcall("sg_ack", &keys, &args)).await?;
                 if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
                 let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config];
                 let fatal = if e.fatal { "1" } else { "0" };
                 let u = jitter(&d.id);
-                let n: i64 = q.fcall("sg_fail", &keys, &(&d.id, &GROUP, &e.message, &fatal, &service, &u)).await?;
+                let args = (&d.id, GROUP, &e.message, fatal, service, u);
+                let n: i64 = self.record(|| q.fcall("sg_fail", &keys, &args)).await?;
                 match n {
                     1 => &s.retried,
                     2 => &s.dead,
@@ -478,6 +501,29 @@ impl Lane {
             }
         }
         Ok(())
+    }
+}
+
+impl Lane {
+    /// Record a job's outcome, trying again for about 5 s through a Redis outage (a restart)
+    /// before giving up; a job whose outcome could not be recorded stays pending under this
+    /// lane, which runs it again (its own pending entries first after an error).
+    async fn record<Fut>(&self, call: impl Fn() -> Fut) -> Result<i64, QueueError>
+    where
+        Fut: Future<Output = Result<i64, QueueError>>,
+    {
+        let mut tries = 0;
+        loop {
+            match call().await {
+                Ok(n) => return Ok(n),
+                Err(e) if tries >= 25 => return Err(e),
+                Err(_) => {
+                    tries += 1;
+                    self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
     }
 }
 
