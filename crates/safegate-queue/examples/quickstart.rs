@@ -34,8 +34,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // The controller: `peak` on the workers' concurrency, under the boundary's filter, for
     // a backlog of 1,000 jobs worked by about 8 workers.
     let boundary = Boundary::from_toml(BOUNDARY, &[])?;
-    let (controller, config) = Controller::with_boundary(&queue, &boundary, "peak+pool", 1_000, 8)?;
-    queue.configure(&config).await?;
+    let (controller, bounds) = Controller::with_boundary(&queue, &boundary, "peak+pool", 1_000, 8)?;
+    queue.set_bounds(bounds).await?;
     let control = tokio::spawn(controller.run(until_stopped(stopped.clone())));
 
     // The worker: your handler, at most 8 jobs at once.

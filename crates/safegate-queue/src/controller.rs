@@ -14,7 +14,7 @@ use safegate_core::safety::{FilterStats, SafetyFilter};
 use safegate_core::{Action, Observation, Policy};
 
 use crate::keys::GROUP;
-use crate::{Queue, QueueConfig, QueueError, Stats};
+use crate::{Bounds, Queue, QueueError, Stats};
 
 /// The policy a controller decides with.
 enum Decider {
@@ -79,6 +79,10 @@ pub struct Controller {
     lease: Duration,
     capacity: f64,
     bound: Option<u64>,
+    /// Completions at the start of the window the mean time between them is taken over:
+    /// (seconds, attempts finished).
+    window: Option<(f64, u64)>,
+    job_us: u64,
 }
 
 impl std::fmt::Debug for Controller {
@@ -107,22 +111,24 @@ impl Controller {
             lease: Duration::from_secs(2),
             capacity: capacity as f64,
             bound: None,
+            window: None,
+            job_us: 1000,
         }
     }
 
     /// A controller deciding with the registry policy `spec` (`peak`, `vegas`,
     /// `cycle+pool`, …) under `boundary`'s safety filter, for a backlog of `capacity`
     /// jobs worked by about `workers` workers, deciding every `boundary.decision.period`.
-    /// Also returns the queue settings the boundary implies: the cap at `capacity`, the
-    /// fallback bound at the barrier's line θ·Q (so that with no controller the backlog
-    /// cannot leave the safe region); store them with [`Queue::configure`].
+    /// Also returns the bounds the boundary implies: the cap at `capacity`, the fallback at
+    /// the barrier's line θ·Q (so that with no controller the backlog cannot leave the safe
+    /// region); store them with [`Queue::set_bounds`] (the other settings stay as they are).
     pub fn with_boundary(
         queue: &Queue,
         boundary: &Boundary,
         spec: &str,
         capacity: u64,
         workers: u32,
-    ) -> Result<(Self, QueueConfig), QueueError> {
+    ) -> Result<(Self, Bounds), QueueError> {
         let spec: PolicySpec = spec.parse().map_err(|e| QueueError::Policy(format!("policy {spec:?}: {e}")))?;
         let q = capacity as f64;
         let safety = boundary.safety_config(q).map_err(|e| QueueError::Policy(format!("boundary: {e}")))?;
@@ -134,12 +140,7 @@ impl Controller {
         c.decider = Decider::Filtered(Box::new(filter));
         c.period = Duration::from_secs_f64(boundary.decision.period);
         let line = boundary.barrier.threshold * boundary.barrier.capacity.unwrap_or(q);
-        let cfg = QueueConfig {
-            cap: capacity,
-            fallback: (line.floor().max(1.0) as u64).min(capacity),
-            ..QueueConfig::default()
-        };
-        Ok((c, cfg))
+        Ok((c, Bounds { cap: capacity, fallback: (line.floor().max(1.0) as u64).min(capacity) }))
     }
 
     /// Its id in the lease (unique per process by default).
@@ -240,6 +241,19 @@ impl Controller {
         let stats = q.stats().await?;
         let oldest: i64 = q.fcall("sg_oldest", &[&q.keys.jobs], &GROUP).await?;
         let obs = self.observation(t, &stats, oldest);
+        // Mean time between completions over windows of at least a second (this
+        // controller's own, so a queue's history or a takeover does not skew it), for the
+        // retry-after of a full backlog.
+        let done = stats.completed + stats.failed + stats.dead + stats.retried;
+        match self.window {
+            Some((t0, d0)) if t - t0 >= 1.0 => {
+                let n = done.saturating_sub(d0);
+                self.job_us = if n > 0 { ((t - t0) * 1e6 / n as f64).clamp(1.0, 60e6) as u64 } else { 1_000_000 };
+                self.window = Some((t, done));
+            }
+            Some(_) => {}
+            None => self.window = Some((t, done)),
+        }
         let action = self.decider.decide(&obs);
         r.decisions += 1;
         let bound = self.bound.unwrap_or(self.capacity as u64);
@@ -248,9 +262,7 @@ impl Controller {
             let conc = action.concurrency.map_or(-1, i64::from);
             let lease_us = self.lease.as_micros() as u64;
             let retry_us = self.period.as_micros() as u64;
-            // Mean time between completions, for the retry-after of a full backlog.
-            let done = (stats.completed + stats.failed + stats.dead + stats.retried) as f64;
-            let job_us = if done > 0.0 && t > 0.0 { (t * 1e6 / done).clamp(1.0, 60e6) } else { 1000.0 } as u64;
+            let job_us = self.job_us;
             let ok: i64 = q
                 .fcall(
                     "sg_publish",

@@ -41,7 +41,7 @@ pub use controller::{Controller, ControllerReport, Status};
 pub use error::QueueError;
 pub use keys::check_name;
 pub use producer::{Admission, GateMode, Producer, Reason};
-pub use queue::{redact, DeadLetter, Grant, Queue, QueueConfig, Stats, LIBRARY, WIRE_VERSION};
+pub use queue::{redact, Bounds, DeadLetter, Grant, Queue, QueueConfig, Stats, LIBRARY, WIRE_VERSION};
 pub use worker::{Job, JobError, Worker, WorkerReport};
 
 /// The README's program, compiled as a doc test.

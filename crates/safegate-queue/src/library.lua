@@ -6,7 +6,9 @@
 -- holds at every instant, whatever crashes between two calls.
 --
 -- A queue NAME has its keys under the hash tag {NAME} (one Redis Cluster slot):
---   sg:{NAME}:jobs     stream, group `workers`: admitted jobs until acknowledged
+--   sg:{NAME}:jobs     stream, group `workers`: admitted jobs until acknowledged; fields job
+--                      (payload), at (entered the stream, µs), first (first enqueued, µs;
+--                      absent on a first attempt), n (attempts made)
 --   sg:{NAME}:gate     hash: the controller's grant (share, conc, bound, expires, ...)
 --   sg:{NAME}:config   hash: cap, fallback, max_attempts, backoff_us, backoff_max_us, dead_max
 --   sg:{NAME}:count    hash: the books
@@ -31,6 +33,9 @@ local function num(v, d)
   return x
 end
 
+-- Calls that record an outcome or keep a lease may run over `maxmemory` (allow-oom): they
+-- free memory or hold it steady, and refusing them would make handlers run again.
+
 -- The fields of a stream entry as a table.
 local function fields(e)
   local r = {}
@@ -41,8 +46,8 @@ end
 
 local function dead_letter(dead, config, record)
   redis.call('LPUSH', dead, cjson.encode(record))
-  local keep = num(redis.call('HGET', config, 'dead_max'), 10000)
-  if keep >= 1 then redis.call('LTRIM', dead, 0, keep - 1) end
+  local keep = math.min(num(redis.call('HGET', config, 'dead_max'), 10000), 1000000000)
+  if keep >= 1 then redis.call('LTRIM', dead, 0, keep - 1) else redis.call('DEL', dead) end
 end
 
 -- What the gate applies now: the grant while its lease runs (frozen when its controller
@@ -130,6 +135,7 @@ local function fail(keys, args)
   local f = {}
   if e[1] then f = fields(e[1]) end
   local job, at = f['job'] or '', f['at'] or '0'
+  local first = f['first'] or at
   local attempts = num(f['n'], 0) + 1
   local now = now_us()
   local lat = math.max(0, now - num(at, now))
@@ -147,9 +153,9 @@ local function fail(keys, args)
     dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'dead', at = now})
     return 2
   end
-  local base, cap = num(c[2], 100000), num(c[3], 60000000)
-  local delay = math.min(base * 2 ^ (attempts - 1), cap) * (0.5 + math.min(math.max(num(args[6], 0.5), 0), 1) / 2)
-  local member = cjson.encode({job = job, at = at, n = attempts, id = id})
+  local base, cap = math.max(num(c[2], 100000), 0), math.max(num(c[3], 60000000), 0)
+  local delay = math.min(base * 2 ^ math.min(attempts - 1, 60), cap) * (0.5 + math.min(math.max(num(args[6], 0.5), 0), 1) / 2)
+  local member = cjson.encode({job = job, first = first, n = attempts, id = id})
   redis.call('ZADD', delayed, string.format('%.0f', now + delay), member)
   redis.call('HINCRBY', count, 'retried', 1)
   return 1
@@ -159,11 +165,15 @@ end
 -- Move up to `max` retries that are due into the stream. Returns how many moved.
 local function promote(keys, args)
   local delayed, jobs, count = keys[1], keys[2], keys[3]
-  local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', string.format('%.0f', now_us()), 'LIMIT', 0, num(args[1], 100))
+  local now = now_us()
+  local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', string.format('%.0f', now), 'LIMIT', 0, num(args[1], 100))
   for _, m in ipairs(due) do
     local ok, r = pcall(cjson.decode, m)
     if ok and type(r) == 'table' then
-      redis.call('XADD', jobs, '*', 'job', tostring(r.job or ''), 'at', tostring(r.at or '0'), 'n', tostring(r.n or 0))
+      -- `at` is when it entered the stream this time (the controller's wait and latency
+      -- leave the backoff out); `first` the first enqueue.
+      redis.call('XADD', jobs, '*', 'job', tostring(r.job or ''), 'at', string.format('%.0f', now),
+        'first', tostring(r.first or r.at or '0'), 'n', tostring(r.n or 0))
     else
       redis.call('XADD', jobs, '*', 'job', '', 'at', '0', 'n', '0')
     end
@@ -207,7 +217,8 @@ local function reap(keys, args)
               dead_letter(dead, config, {id = id, payload = f['job'] or '', attempts = n,
                 error = 'its worker stopped beating ' .. n .. ' times', kind = 'dead', at = now_us()})
             else
-              redis.call('XADD', jobs, '*', 'job', f['job'] or '', 'at', f['at'] or '0', 'n', tostring(n))
+              redis.call('XADD', jobs, '*', 'job', f['job'] or '', 'at', string.format('%.0f', now_us()),
+                'first', f['first'] or f['at'] or '0', 'n', tostring(n))
               redis.call('HINCRBY', count, 'redelivered', 1)
             end
           end
@@ -302,14 +313,14 @@ local function oldest(keys, args)
 end
 
 redis.register_function('sg_enqueue', enqueue)
-redis.register_function('sg_ack', ack)
-redis.register_function('sg_fail', fail)
-redis.register_function('sg_promote', promote)
-redis.register_function('sg_reap', reap)
-redis.register_function('sg_beat', beat)
-redis.register_function('sg_slot', slot)
-redis.register_function('sg_lead', lead)
-redis.register_function('sg_publish', publish)
-redis.register_function('sg_resign', resign)
+redis.register_function{function_name = 'sg_ack', callback = ack, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_fail', callback = fail, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_promote', callback = promote, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_reap', callback = reap, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_beat', callback = beat, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_slot', callback = slot, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_lead', callback = lead, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_publish', callback = publish, flags = {'allow-oom'}}
+redis.register_function{function_name = 'sg_resign', callback = resign, flags = {'allow-oom'}}
 redis.register_function{function_name = 'sg_oldest', callback = oldest, flags = {'no-writes'}}
 redis.register_function{function_name = 'sg_wire', callback = function() return WIRE end, flags = {'no-writes'}}

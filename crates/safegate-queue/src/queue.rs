@@ -36,7 +36,7 @@ pub struct QueueConfig {
     pub backoff: Duration,
     /// The longest delay between attempts.
     pub backoff_max: Duration,
-    /// Dead letters kept (the oldest are dropped beyond it; the count goes on).
+    /// Dead letters kept (the oldest are dropped beyond it; 0 keeps none; the count goes on).
     pub dead_max: u64,
 }
 
@@ -72,6 +72,12 @@ impl QueueConfig {
                 "at most backoff_max, at most 7 days",
             ));
         }
+        if self.max_attempts > 1_000_000 {
+            return Err(QueueError::setting("max_attempts", self.max_attempts, "at most 1000000"));
+        }
+        if self.dead_max > 1_000_000_000 {
+            return Err(QueueError::setting("dead_max", self.dead_max, "at most 10^9"));
+        }
         Ok(())
     }
 
@@ -85,6 +91,15 @@ impl QueueConfig {
             ("dead_max", self.dead_max.to_string()),
         ]
     }
+}
+
+/// A queue's two bounds \[jobs\] (see [`QueueConfig::cap`] and [`QueueConfig::fallback`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// The backlog's hard cap.
+    pub cap: u64,
+    /// The bound when no controller's grant is fresh.
+    pub fallback: u64,
 }
 
 /// A queue's books and state, read atomically.
@@ -114,8 +129,8 @@ pub struct Stats {
     pub in_service: u64,
     /// Jobs waiting for a retry.
     pub delayed: u64,
-    /// Time in the system (from the first enqueue) at the end of every attempt, summed
-    /// \[µs\].
+    /// Time in the stream at the end of every attempt (from the attempt's entry: a retry's
+    /// backoff is left out), summed \[µs\].
     pub latency_us: u64,
     /// Service time of every attempt, summed \[µs\].
     pub service_us: u64,
@@ -311,6 +326,25 @@ impl Queue {
         })
     }
 
+    /// Store only the bounds (cap and fallback), leaving the other settings as they are:
+    /// what a controller built from a boundary stores on start.
+    pub async fn set_bounds(&self, b: Bounds) -> Result<(), QueueError> {
+        if b.cap == 0 || b.cap > 1 << 40 {
+            return Err(QueueError::setting("cap", b.cap, "1 to 2^40 jobs"));
+        }
+        if b.fallback > b.cap {
+            return Err(QueueError::setting("fallback", b.fallback, "at most the cap"));
+        }
+        let mut c = self.con.clone();
+        let () = redis::cmd("HSET")
+            .arg(&self.keys.config)
+            .arg(&[("cap", b.cap), ("fallback", b.fallback)])
+            .query_async(&mut c)
+            .await
+            .map_err(self.err("storing the bounds"))?;
+        Ok(())
+    }
+
     /// Store `cfg` (every setting; it replaces what was stored).
     pub async fn configure(&self, cfg: &QueueConfig) -> Result<(), QueueError> {
         cfg.validate()?;
@@ -382,17 +416,21 @@ impl Queue {
         }))
     }
 
-    /// The newest `n` dead letters (jobs dead-lettered or failed for good).
+    /// The newest `n` dead letters (jobs dead-lettered or failed for good); letters that do
+    /// not parse are skipped.
     pub async fn dead_letters(&self, n: usize) -> Result<Vec<DeadLetter>, QueueError> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
         let mut c = self.con.clone();
-        let v: Vec<String> = redis::cmd("LRANGE")
+        let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
             .arg(&self.keys.dead)
             .arg(0)
             .arg(n.max(1) as i64 - 1)
             .query_async(&mut c)
             .await
             .map_err(self.err("reading the dead letters"))?;
-        Ok(v.iter().filter_map(|s| serde_json::from_str(s).ok()).collect())
+        Ok(v.iter().filter_map(|s| serde_json::from_slice(s).ok()).collect())
     }
 
     /// Delete every key of this queue (its jobs, books, grant and settings). Nothing else

@@ -147,7 +147,8 @@ impl Worker {
         self
     }
 
-    /// How long the worker's heartbeat lives (refreshed every third of it): a worker
+    /// How long the worker's heartbeat lives (refreshed every third of it, at least every
+    /// 250 ms): a worker
     /// silent for this long is taken for dead and its jobs are given back (0.1 s to 1 h).
     pub fn heartbeat(mut self, ttl: Duration) -> Self {
         self.heartbeat = ttl;
@@ -191,6 +192,10 @@ impl Worker {
         beat(&self.queue, &self.name, &shared, self.heartbeat).await?;
         // And the published concurrency before any lane takes a job.
         shared.conc.store(concurrency(&self.queue).await?, Ordering::Relaxed);
+        let upkeep = AbortOnDrop({
+            let (q, name, shared, ttl) = (self.queue.clone(), self.name.clone(), shared.clone(), self.heartbeat);
+            tokio::spawn(async move { upkeep(q, name, shared, ttl).await })
+        });
         let handler = Arc::new(handler);
         let mut lanes = tokio::task::JoinSet::new();
         for i in 0..self.lanes {
@@ -201,10 +206,6 @@ impl Worker {
             lanes.spawn(async move { lane.run(reader, h, poll, ttl).await });
         }
         // Aborted when `run` returns or is dropped: a worker that is gone stops beating.
-        let upkeep = AbortOnDrop({
-            let (q, name, shared, ttl) = (self.queue.clone(), self.name.clone(), shared.clone(), self.heartbeat);
-            tokio::spawn(async move { upkeep(q, name, shared, ttl).await })
-        });
         shutdown.await;
         shared.stop.store(true, Ordering::SeqCst);
         shared.stopped.notify_waiters();
@@ -236,9 +237,9 @@ impl Worker {
 }
 
 /// A task aborted when this is dropped.
-struct AbortOnDrop(tokio::task::JoinHandle<()>);
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
 
-impl Drop for AbortOnDrop {
+impl<T> Drop for AbortOnDrop<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
@@ -381,10 +382,11 @@ impl Lane {
         H: Fn(Job<T>) -> F + Send + Sync + 'static,
         F: Future<Output = Result<(), JobError>> + Send + 'static,
     {
-        // After an error the lane may hold a job whose outcome was not recorded (Redis went
-        // away between the handler and the acknowledgement): it reads its own pending
-        // entries first (`XREADGROUP … 0`) and runs them again (at least once), until none.
-        let mut own = false;
+        // At start (a worker restarted under the same name within its heartbeat's life) and
+        // after an error, the lane may hold jobs whose outcome was never recorded: it reads
+        // its own pending entries first (`XREADGROUP … 0`) and runs them again (at least
+        // once), until none.
+        let mut own = true;
         while !self.shared.stop.load(Ordering::SeqCst) {
             let step = async {
                 if !self.admitted(ttl).await? {
@@ -447,7 +449,7 @@ impl Lane {
         Ok(Some(Delivery {
             payload: get("job").unwrap_or_default(),
             attempt: get("n").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0).saturating_add(1),
-            at_us: get("at").and_then(|a| a.parse().ok()).unwrap_or(0),
+            at_us: get("first").or_else(|| get("at")).and_then(|a| a.parse().ok()).unwrap_or(0),
             id: entry.id,
         }))
     }
@@ -468,8 +470,10 @@ impl Lane {
                     attempt: d.attempt,
                     enqueued_at: UNIX_EPOCH + Duration::from_micros(d.at_us),
                 };
-                // Its own task: a handler that panics fails its attempt, not the lane.
-                match tokio::spawn(handler(job)).await {
+                // Its own task: a handler that panics fails its attempt, not the lane; aborted
+                // with the lane (a worker dropped or out of drain time leaves no handler behind).
+                let mut task = AbortOnDrop(tokio::spawn(handler(job)));
+                match (&mut task.0).await {
                     Ok(r) => r,
                     Err(e) => Err(JobError::retry(format!("the handler panicked: {e}"))),
                 }
@@ -505,20 +509,20 @@ impl Lane {
 }
 
 impl Lane {
-    /// Record a job's outcome, trying again for about 5 s through a Redis outage (a restart)
-    /// before giving up; a job whose outcome could not be recorded stays pending under this
-    /// lane, which runs it again (its own pending entries first after an error).
+    /// Record a job's outcome, trying again every 200 ms through a Redis outage (a restart,
+    /// a server over its memory limit) without running the handler again, until it is
+    /// recorded or the worker stops; a job whose outcome was never recorded stays pending
+    /// under this lane, and is run again (at least once) by the next run of this worker or
+    /// given back by a reaper once its heartbeat has expired.
     async fn record<Fut>(&self, call: impl Fn() -> Fut) -> Result<i64, QueueError>
     where
         Fut: Future<Output = Result<i64, QueueError>>,
     {
-        let mut tries = 0;
         loop {
             match call().await {
                 Ok(n) => return Ok(n),
-                Err(e) if tries >= 25 => return Err(e),
+                Err(e) if self.shared.stop.load(Ordering::SeqCst) => return Err(e),
                 Err(_) => {
-                    tries += 1;
                     self.shared.errors.fetch_add(1, Ordering::Relaxed);
                     tokio::time::sleep(Duration::from_millis(200)).await;
                 }

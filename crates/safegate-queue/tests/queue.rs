@@ -370,3 +370,20 @@ async fn the_published_concurrency_caps_the_jobs_in_service() {
     let most = most.load(Ordering::SeqCst);
     assert!((2..=3).contains(&most), "{most} in service at once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_bounds_leave_the_other_settings_alone() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "settings").await.unwrap();
+    let mine =
+        QueueConfig { max_attempts: 9, backoff: Duration::from_millis(7), dead_max: 3, ..QueueConfig::default() };
+    q.configure(&mine).await.unwrap();
+    let b = safegate_core::boundary::Boundary::from_toml("[barrier]\nthreshold = 0.5\n", &[]).unwrap();
+    let (_c, bounds) = Controller::with_boundary(&q, &b, "peak+pool", 400, 8).unwrap();
+    assert_eq!((bounds.cap, bounds.fallback), (400, 200));
+    q.set_bounds(bounds).await.unwrap();
+    let got = q.config().await.unwrap();
+    assert_eq!(got, QueueConfig { cap: 400, fallback: 200, ..mine });
+    assert!(q.set_bounds(safegate_queue::Bounds { cap: 10, fallback: 11 }).await.is_err());
+    assert!(q.configure(&QueueConfig { dead_max: u64::MAX, ..mine }).await.is_err());
+}

@@ -71,7 +71,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
         let queue = Queue::connect(&args.redis, &args.queue).await?;
-        let (controller, config) =
+        let (controller, bounds) =
             Controller::with_boundary(&queue, &boundary, &args.policy.to_string(), args.capacity, args.workers)
                 .map_err(|e| anyhow!("{origin}: {e}"))?;
         let lease = Duration::from_millis(args.lease_ms);
@@ -79,14 +79,14 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
         if let Some(id) = &args.id {
             controller = controller.id(id.clone());
         }
-        queue.configure(&config).await?;
+        queue.set_bounds(bounds).await?;
         eprintln!(
             "safegate gate: queue {} at {}, {} under {origin} (Q = {}, line {}), lease {} ms",
             args.queue,
             redact(&args.redis),
             args.policy,
             args.capacity,
-            config.fallback,
+            bounds.fallback,
             args.lease_ms
         );
         let signalled = crate::stop::signal()?;
@@ -106,7 +106,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
         };
         let mut last = Instant::now() - Duration::from_secs(2);
         let json = args.json;
-        let line = config.fallback;
+        let line = bounds.fallback;
         let report = controller
             .run_with(stop, |s| {
                 if last.elapsed() >= Duration::from_secs(1) {

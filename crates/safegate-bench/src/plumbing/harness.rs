@@ -18,7 +18,7 @@ use safegate_live::redis_server::RedisServer;
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
-use super::{ours, peer};
+use super::{ours, peer, queue};
 use crate::error::{Error, Result};
 
 /// Most jobs per round and stack.
@@ -61,6 +61,12 @@ pub struct Round {
     pub completed: u64,
     /// Jobs enqueued but neither completed, failed nor still in the backlog.
     pub lost: i64,
+    /// Median latency of an admitted offer (the enqueue call) \[ms\], where measured.
+    pub admitted_p50_ms: Option<f64>,
+    /// 99th percentile of the same \[ms\].
+    pub admitted_p99_ms: Option<f64>,
+    /// 99th percentile latency of an offer turned away at a full bound \[ms\], where measured.
+    pub rejected_p99_ms: Option<f64>,
 }
 
 /// One stack's figures.
@@ -99,7 +105,7 @@ pub struct Report {
     pub target_jobs_per_s: f64,
     /// Whether our median meets the target.
     pub meets_target: bool,
-    /// Ours, then the peer.
+    /// Ours (the live system's backlog), the queue crate's public API, then the peer.
     pub stacks: Vec<StackReport>,
 }
 
@@ -162,6 +168,7 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
     let run_id = safegate_live::executor::new_incarnation();
     let mut ours = ours::report();
     let mut peer = peer::report();
+    let mut lib = queue::report();
     for r in 0..a.rounds {
         let ns = |stack: &str| format!("sgbench-{run_id}-r{r}-{stack}");
         // Alternate the order, so neither stack always runs on a warmer (or more
@@ -180,9 +187,15 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
             peer::round(&mut peer, url, &ns(peer::NAME), a.jobs, a.executors).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
+        let round = queue::round(url, &ns("queue"), a.jobs, a.executors)
+            .await
+            .map_err(|e| Error::failed(format!("{}, round {}", queue::NAME, r + 1), e))?;
+        lib.rounds.push(round);
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let jobs_per_s = |s: &StackReport| median(&s.rounds.iter().map(|r| r.jobs_per_s).collect::<Vec<_>>());
     ours.jobs_per_s = jobs_per_s(&ours);
+    lib.jobs_per_s = jobs_per_s(&lib);
     if peer.error.is_none() && !peer.rounds.is_empty() {
         peer.jobs_per_s = jobs_per_s(&peer);
     }
@@ -196,7 +209,7 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
         measured: MEASURED,
         target_jobs_per_s: TARGET_JOBS_PER_S,
         meets_target,
-        stacks: vec![ours, peer],
+        stacks: vec![ours, lib, peer],
     })
 }
 

@@ -4,11 +4,14 @@
 //!
 //! - `harness`: the inputs ([`PlumbingSpec`]), the rounds and the report;
 //! - `ours`: one run of our stack;
+//! - `queue`: one run of safegate-queue through its public API (jobs/s and the enqueue's
+//!   latency, admitted and turned away);
 //! - `peer`: one run of apalis-redis (a stub row without the feature `peers`).
 
 mod harness;
 mod ours;
 mod peer;
+mod queue;
 
 pub use harness::{
     plumbing, PlumbingSpec, Report, Round, StackReport, MAX_EXECUTORS, MAX_JOBS, MAX_ROUNDS, OURS, PRODUCERS,

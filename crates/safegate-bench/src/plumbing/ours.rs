@@ -97,5 +97,8 @@ pub(super) async fn round(url: &str, ns: &str, n: u64, p: u32) -> Result<Round> 
         enqueue_secs: enqueue.as_secs_f64(),
         completed: acc.completed,
         lost: acc.lost(),
+        admitted_p50_ms: None,
+        admitted_p99_ms: None,
+        rejected_p99_ms: None,
     })
 }

@@ -151,6 +151,9 @@ mod built {
             enqueue_secs: enqueue.as_secs_f64(),
             completed: done,
             lost: n as i64 - done as i64 - waiting as i64,
+            admitted_p50_ms: None,
+            admitted_p99_ms: None,
+            rejected_p99_ms: None,
         })
     }
 

@@ -51,7 +51,7 @@ fn print_table(r: &Report) {
     println!("measured: {}", r.measured);
     println!();
     let head = format!("jobs/s (median of {})", r.rounds);
-    println!("{:<14} {:>22}   rounds (jobs/s; enqueue done at s / last ack at s)", "stack", head);
+    println!("{:<15} {:>22}   rounds (jobs/s; enqueue done at s / last ack at s)", "stack", head);
     for s in &r.stacks {
         match (s.jobs_per_s, &s.error) {
             (Some(x), _) => {
@@ -60,10 +60,22 @@ fn print_table(r: &Report) {
                     .iter()
                     .map(|q| format!("{:.0} ({:.2}/{:.2})", q.jobs_per_s, q.enqueue_secs, q.secs))
                     .collect();
-                println!("{:<14} {:>22.0}   {}", s.stack, x, rounds.join(", "));
+                println!("{:<15} {:>22.0}   {}", s.stack, x, rounds.join(", "));
             }
-            (None, Some(e)) => println!("{:<14} {:>22}   {e}", s.stack, "-"),
-            (None, None) => println!("{:<14} {:>22}", s.stack, "-"),
+            (None, Some(e)) => println!("{:<15} {:>22}   {e}", s.stack, "-"),
+            (None, None) => println!("{:<15} {:>22}", s.stack, "-"),
+        }
+    }
+    for s in &r.stacks {
+        let ms = |f: fn(&safegate_bench::plumbing::Round) -> Option<f64>| {
+            let v: Vec<String> = s.rounds.iter().filter_map(f).map(|x| format!("{x:.2}")).collect();
+            (!v.is_empty()).then(|| v.join(", "))
+        };
+        if let (Some(p50), Some(p99)) = (ms(|q| q.admitted_p50_ms), ms(|q| q.admitted_p99_ms)) {
+            println!("{}: enqueue latency, admitted: p50 {p50} ms, p99 {p99} ms (per round)", s.stack);
+        }
+        if let Some(p99) = ms(|q| q.rejected_p99_ms) {
+            println!("{}: enqueue latency, turned away at a full bound: p99 {p99} ms (per round)", s.stack);
         }
     }
     println!();
