@@ -30,6 +30,7 @@
 //! All of a queue's keys carry the hash tag `{NAME}` (`sg:{NAME}:jobs`, …), so each
 //! function call touches one Redis Cluster slot.
 
+mod conn;
 mod controller;
 mod error;
 mod keys;

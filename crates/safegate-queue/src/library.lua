@@ -322,5 +322,15 @@ redis.register_function{function_name = 'sg_slot', callback = slot, flags = {'al
 redis.register_function{function_name = 'sg_lead', callback = lead, flags = {'allow-oom'}}
 redis.register_function{function_name = 'sg_publish', callback = publish, flags = {'allow-oom'}}
 redis.register_function{function_name = 'sg_resign', callback = resign, flags = {'allow-oom'}}
+-- FCALL sg_stats 3 jobs count delayed group: the books and the state in one read:
+-- {count (HGETALL), XLEN jobs, jobs pending (in service), ZCARD delayed}.
+local function stats(keys, args)
+  local pending = 0
+  local ok, p = pcall(redis.call, 'XPENDING', keys[1], args[1])
+  if ok and type(p) == 'table' and p[1] then pending = p[1] end
+  return {redis.call('HGETALL', keys[2]), redis.call('XLEN', keys[1]), pending, redis.call('ZCARD', keys[3])}
+end
+
+redis.register_function{function_name = 'sg_stats', callback = stats, flags = {'no-writes'}}
 redis.register_function{function_name = 'sg_oldest', callback = oldest, flags = {'no-writes'}}
 redis.register_function{function_name = 'sg_wire', callback = function() return WIRE end, flags = {'no-writes'}}

@@ -4,9 +4,10 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use redis::aio::{ConnectionManager, MultiplexedConnection};
+use redis::cluster::ClusterClient;
 use redis::{Client, Value};
 
+use crate::conn::Con;
 use crate::keys::{Keys, GROUP};
 use crate::QueueError;
 
@@ -169,10 +170,17 @@ pub struct Grant {
 /// connection.
 #[derive(Clone)]
 pub struct Queue {
-    pub(crate) client: Client,
+    pub(crate) client: Source,
     pub(crate) url: String,
-    pub(crate) con: ConnectionManager,
+    pub(crate) con: Con,
     pub(crate) keys: Keys,
+}
+
+/// Where new connections come from.
+#[derive(Clone)]
+pub(crate) enum Source {
+    Single(Client),
+    Cluster(ClusterClient),
 }
 
 impl std::fmt::Debug for Queue {
@@ -213,21 +221,50 @@ impl Queue {
         let con =
             tokio::time::timeout(2 * TIMEOUT + Duration::from_secs(1), client.get_connection_manager_with_config(cfg))
                 .await
-                .map_err(|_| QueueError::Redis {
-                    url: shown.clone(),
-                    what: "connecting".into(),
-                    error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-                })?
+                .map_err(|_| timed_out(&shown))?
                 .map_err(err("connecting"))?;
-        let q = Self { client, url: shown, con, keys };
+        Self::set_up(Self { client: Source::Single(client), url: shown, con: Con::Single(con), keys }).await
+    }
+
+    /// [`Queue::connect`] to a Redis Cluster through any of its `nodes` (`redis://host:port`
+    /// each; the others are discovered). Every call is routed by its keys' slot (a queue's
+    /// keys share one), and the function library is loaded on every primary.
+    pub async fn connect_cluster(nodes: &[&str], name: &str) -> Result<Self, QueueError> {
+        let keys = Keys::new(name)?;
+        let shown = nodes.iter().map(|n| redact(n)).collect::<Vec<_>>().join(",");
+        let err = |what: &'static str| {
+            let url = shown.clone();
+            move |error| QueueError::Redis { url, what: what.into(), error }
+        };
+        if nodes.is_empty() {
+            return Err(QueueError::setting("nodes", "[]", "at least one cluster node"));
+        }
+        let client = ClusterClient::builder(nodes.iter().copied())
+            .connection_timeout(TIMEOUT)
+            .response_timeout(TIMEOUT)
+            .build()
+            .map_err(err("parsing the node URLs"))?;
+        let con = tokio::time::timeout(2 * TIMEOUT + Duration::from_secs(1), client.get_async_connection())
+            .await
+            .map_err(|_| timed_out(&shown))?
+            .map_err(err("connecting to the cluster"))?;
+        Self::set_up(Self { client: Source::Cluster(client), url: shown, con: Con::Cluster(con), keys }).await
+    }
+
+    /// Load the library, create the group, store the default settings not stored yet.
+    async fn set_up(q: Self) -> Result<Self, QueueError> {
         q.load_library().await?;
         q.ensure_group().await?;
         let mut c = q.con.clone();
-        let mut p = redis::pipe();
         for (f, v) in QueueConfig::default().fields() {
-            p.cmd("HSETNX").arg(&q.keys.config).arg(f).arg(v).ignore();
+            let _: i64 = redis::cmd("HSETNX")
+                .arg(&q.keys.config)
+                .arg(f)
+                .arg(v)
+                .query_async(&mut c)
+                .await
+                .map_err(q.err("storing the default configuration"))?;
         }
-        let () = p.query_async(&mut c).await.map_err(q.err("storing the default configuration"))?;
         Ok(q)
     }
 
@@ -250,7 +287,7 @@ impl Queue {
     /// Load (or replace with this version) the function library.
     pub async fn load_library(&self) -> Result<(), QueueError> {
         let mut c = self.con.clone();
-        let r: redis::RedisResult<String> =
+        let r: redis::RedisResult<Value> =
             redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(LIBRARY).query_async(&mut c).await;
         r.map(drop).map_err(self.err("loading the function library (FUNCTION LOAD needs Redis 7 or later)"))
     }
@@ -299,11 +336,22 @@ impl Queue {
 
     /// A dedicated connection (a worker lane's blocking reads would stall every other
     /// command on the shared one).
-    pub(crate) async fn dedicated(&self) -> Result<MultiplexedConnection, QueueError> {
-        let cfg = redis::AsyncConnectionConfig::new()
-            .set_connection_timeout(Some(TIMEOUT))
-            .set_response_timeout(Some(TIMEOUT + Duration::from_secs(5)));
-        self.client.get_multiplexed_async_connection_with_config(&cfg).await.map_err(self.err("opening a connection"))
+    pub(crate) async fn dedicated(&self) -> Result<Con, QueueError> {
+        match &self.client {
+            Source::Single(client) => {
+                let cfg = redis::AsyncConnectionConfig::new()
+                    .set_connection_timeout(Some(TIMEOUT))
+                    .set_response_timeout(Some(TIMEOUT + Duration::from_secs(5)));
+                let c = client
+                    .get_multiplexed_async_connection_with_config(&cfg)
+                    .await
+                    .map_err(self.err("opening a connection"))?;
+                Ok(Con::Own(c))
+            }
+            Source::Cluster(client) => {
+                Ok(Con::Cluster(client.get_async_connection().await.map_err(self.err("opening a cluster connection"))?))
+            }
+        }
     }
 
     /// The settings as stored.
@@ -361,23 +409,10 @@ impl Queue {
 
     /// The books and the state, read in one transaction.
     pub async fn stats(&self) -> Result<Stats, QueueError> {
-        let mut c = self.con.clone();
-        let (count, in_stream, pending, delayed): (HashMap<String, i64>, u64, Value, u64) = redis::pipe()
-            .atomic()
-            .hgetall(&self.keys.count)
-            .xlen(&self.keys.jobs)
-            .cmd("XPENDING")
-            .arg(&self.keys.jobs)
-            .arg(GROUP)
-            .zcard(&self.keys.delayed)
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("reading the books"))?;
+        let keys = [&*self.keys.jobs, &self.keys.count, &self.keys.delayed];
+        let (count, in_stream, in_service, delayed): (HashMap<String, i64>, u64, u64, u64) =
+            self.fcall("sg_stats", &keys, &GROUP).await?;
         let g = |k: &str| count.get(k).copied().unwrap_or(0).max(0) as u64;
-        let in_service = match pending {
-            Value::Array(v) => v.first().and_then(|x| redis::from_redis_value_ref::<u64>(x).ok()).unwrap_or(0),
-            _ => 0,
-        };
         Ok(Stats {
             offered: g("offered"),
             admitted: g("admitted"),
@@ -437,6 +472,17 @@ impl Queue {
     /// ever deletes a queue.
     pub async fn destroy(&self) -> Result<(), QueueError> {
         let mut c = self.con.clone();
+        let k = &self.keys;
+        let () = redis::cmd("DEL")
+            .arg(&[&k.jobs, &k.gate, &k.config, &k.count, &k.delayed, &k.dead, &k.leader])
+            .query_async(&mut c)
+            .await
+            .map_err(self.err("deleting the queue's keys"))?;
+        // Heartbeats and slots expire by themselves; on one server they go now (a cluster's
+        // SCAN would have to visit every node).
+        if !matches!(self.con, Con::Single(_)) {
+            return Ok(());
+        }
         let pattern = format!("sg:{{{}}}:*", self.keys.name);
         let mut cursor: u64 = 0;
         loop {
@@ -461,6 +507,14 @@ impl Queue {
             }
             cursor = next;
         }
+    }
+}
+
+fn timed_out(url: &str) -> QueueError {
+    QueueError::Redis {
+        url: url.to_string(),
+        what: "connecting".into(),
+        error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
     }
 }
 

@@ -6,12 +6,12 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use redis::aio::MultiplexedConnection;
 use redis::streams::{StreamReadOptions, StreamReadReply};
 use redis::AsyncCommands;
 use serde::de::DeserializeOwned;
 use tokio::sync::Notify;
 
+use crate::conn::Con;
 use crate::keys::GROUP;
 use crate::{Queue, QueueError};
 
@@ -376,7 +376,7 @@ impl Lane {
         Ok(got.is_some())
     }
 
-    async fn run<T, H, F>(self, mut reader: MultiplexedConnection, handler: Arc<H>, poll: Duration, ttl: Duration)
+    async fn run<T, H, F>(self, mut reader: Con, handler: Arc<H>, poll: Duration, ttl: Duration)
     where
         T: DeserializeOwned + Send + 'static,
         H: Fn(Job<T>) -> F + Send + Sync + 'static,
@@ -416,12 +416,7 @@ impl Lane {
 
     /// The next new job (waiting at most `poll`), or with `own` this lane's oldest pending
     /// one (at once).
-    async fn fetch(
-        &self,
-        reader: &mut MultiplexedConnection,
-        poll: Duration,
-        own: bool,
-    ) -> Result<Option<Delivery>, QueueError> {
+    async fn fetch(&self, reader: &mut Con, poll: Duration, own: bool) -> Result<Option<Delivery>, QueueError> {
         let mut opts = StreamReadOptions::default().group(GROUP, &self.consumer).count(1);
         if !own {
             opts = opts.block(poll.as_millis().max(1) as usize);

@@ -387,3 +387,29 @@ async fn a_controllers_bounds_leave_the_other_settings_alone() {
     assert!(q.set_bounds(safegate_queue::Bounds { cap: 10, fallback: 11 }).await.is_err());
     assert!(q.configure(&QueueConfig { dead_max: u64::MAX, ..mine }).await.is_err());
 }
+
+/// An ACL user in the URL (the default user switched off): everything works, and an error
+/// names the server without the password.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_acl_user_in_the_url_works_and_its_password_is_never_shown() {
+    let r = common::Redis::start_with(
+        false,
+        &["--user", "default", "off", "--user", "alice", "on", ">s3cret-pw", "~*", "&*", "+@all"],
+    );
+    let url = format!("redis://alice:s3cret-pw@127.0.0.1:{}/", r.port);
+    let q = Queue::connect(&url, "acl").await.unwrap();
+    assert!(!format!("{q:?}").contains("s3cret-pw"));
+    assert!(q.producer::<u8>().enqueue(&1).await.unwrap().is_admitted());
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(1).run(|_: Job<u8>| async { Ok(()) }, async move {
+        let _ = stopped.await;
+    }));
+    wait_until("done", Duration::from_secs(10), async || q.stats().await.unwrap().completed == 1).await;
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+    // Without the user, or with a wrong password: refused, and the message hides it.
+    for bad in [format!("redis://127.0.0.1:{}/", r.port), format!("redis://alice:wrong-pw@127.0.0.1:{}/", r.port)] {
+        let e = Queue::connect(&bad, "acl").await.unwrap_err().to_string();
+        assert!(!e.contains("wrong-pw") && e.contains(&format!("127.0.0.1:{}", r.port)), "{e}");
+    }
+}
