@@ -235,11 +235,11 @@ local function reap(keys, args)
   return moved
 end
 
--- FCALL sg_beat 2 hb_key slot_key consumer ttl_ms    (slot_key '' when none is held)
+-- FCALL sg_beat 2 hb_key slot_key consumer ttl_ms    (or 1 hb_key when no slot is held)
 -- Refresh a consumer's heartbeat and its slot. Returns 1, or 0 if the slot was lost.
 local function beat(keys, args)
   redis.call('SET', keys[1], '1', 'PX', args[2])
-  if keys[2] == '' then return 1 end
+  if keys[2] == nil or keys[2] == '' then return 1 end
   if redis.call('GET', keys[2]) == args[1] then
     redis.call('PEXPIRE', keys[2], args[2])
     return 1

@@ -180,7 +180,7 @@ pub struct Queue {
 #[derive(Clone)]
 pub(crate) enum Source {
     Single(Client),
-    Cluster(ClusterClient),
+    Cluster(Box<ClusterClient>),
 }
 
 impl std::fmt::Debug for Queue {
@@ -248,7 +248,7 @@ impl Queue {
             .await
             .map_err(|_| timed_out(&shown))?
             .map_err(err("connecting to the cluster"))?;
-        Self::set_up(Self { client: Source::Cluster(client), url: shown, con: Con::Cluster(con), keys }).await
+        Self::set_up(Self { client: Source::Cluster(Box::new(client)), url: shown, con: Con::Cluster(con), keys }).await
     }
 
     /// Load the library, create the group, store the default settings not stored yet.

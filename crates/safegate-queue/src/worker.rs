@@ -249,7 +249,7 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn beat(q: &Queue, name: &str, shared: &Shared, ttl: Duration) -> Result<(), QueueError> {
     let hb = format!("{}{name}", q.keys.hb_prefix);
     let ttl_ms = ttl.as_millis() as u64;
-    let _: i64 = q.fcall("sg_beat", &[&hb, ""], &(&name, &ttl_ms)).await?;
+    let _: i64 = q.fcall("sg_beat", &[&hb], &(&name, &ttl_ms)).await?;
     let held: Vec<(usize, u32)> = {
         let s = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
         s.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s))).collect()

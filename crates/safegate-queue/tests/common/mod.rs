@@ -99,3 +99,93 @@ pub fn python_with_redis() -> String {
     }
     panic!("no Python interpreter imports redis-py (scripts/test installs python3-redis; or set SAFEGATE_PYTHON)");
 }
+
+/// A Redis Cluster of `masters` primaries with one replica each, on free loopback ports.
+pub struct Cluster {
+    pub nodes: Vec<Redis>,
+}
+
+impl Cluster {
+    pub fn start(masters: usize) -> Self {
+        let nodes: Vec<Redis> = (0..2 * masters)
+            .map(|_| {
+                Redis::start_with(
+                    false,
+                    &["--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--appendonly", "no"],
+                )
+            })
+            .collect();
+        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let out = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addrs)
+            .args(["--cluster-replicas", "1", "--cluster-yes"])
+            .output()
+            .expect("redis-cli");
+        assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
+        let c = Self { nodes };
+        c.wait_ok();
+        c
+    }
+
+    pub fn cli(&self, port: u16, args: &[&str]) -> String {
+        let out = Command::new("redis-cli").arg("-p").arg(port.to_string()).args(args).output().expect("redis-cli");
+        String::from_utf8_lossy(&out.stdout).to_string()
+    }
+
+    /// Every node says the cluster is ok and knows every slot's owner.
+    pub fn wait_ok(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for n in &self.nodes {
+            while !self.cli(n.port, &["CLUSTER", "INFO"]).contains("cluster_state:ok") {
+                assert!(Instant::now() < deadline, "cluster not ok on port {}", n.port);
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        // And the first node knows every replica.
+        let want = self.nodes.len() / 2;
+        while self.cli(self.nodes[0].port, &["CLUSTER", "NODES"]).lines().filter(|l| l.contains("slave")).count() < want
+        {
+            assert!(Instant::now() < deadline, "replicas not known");
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    pub fn urls(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.url()).collect()
+    }
+
+    /// The port of the primary serving `key`, and of its replica.
+    pub fn owner(&self, key: &str) -> (u16, u16) {
+        let slot: u64 = self.cli(self.nodes[0].port, &["CLUSTER", "KEYSLOT", key]).trim().parse().unwrap();
+        let nodes = self.cli(self.nodes[0].port, &["CLUSTER", "NODES"]);
+        let mut primary = None;
+        for l in nodes.lines() {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            if f.len() < 8 || !f[2].contains("master") {
+                continue;
+            }
+            for r in &f[8..] {
+                let (a, b) = r.split_once('-').unwrap_or((r, r));
+                if let (Ok(a), Ok(b)) = (a.parse::<u64>(), b.parse::<u64>()) {
+                    if (a..=b).contains(&slot) {
+                        primary = Some((f[0].to_string(), port_of(f[1])));
+                    }
+                }
+            }
+        }
+        let (id, port) = primary.expect("an owner");
+        let replica = nodes
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|f| f.len() > 3 && f[2].contains("slave") && f[3] == id)
+            .map(|f| port_of(f[1]))
+            .expect("a replica");
+        (port, replica)
+    }
+}
+
+fn port_of(addr: &str) -> u16 {
+    addr.split('@').next().unwrap().rsplit(':').next().unwrap().parse().unwrap()
+}
