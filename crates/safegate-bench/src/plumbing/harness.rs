@@ -250,5 +250,15 @@ mod tests {
         // The median of two rounds is the lower one.
         let lower = ours.rounds.iter().map(|q| q.jobs_per_s).fold(f64::INFINITY, f64::min);
         assert_eq!(ours.jobs_per_s, Some(lower));
+        // The queue crate's public API: its books balance, both latencies measured.
+        let lib = &r.stacks[1];
+        assert_eq!(lib.stack, "safegate-queue");
+        assert!(
+            lib.rounds.iter().all(|q| q.completed == 200
+                && q.lost == 0
+                && q.admitted_p99_ms.is_some_and(|x| x > 0.0)
+                && q.rejected_p99_ms.is_some_and(|x| x > 0.0)),
+            "{lib:?}"
+        );
     }
 }
