@@ -27,15 +27,15 @@ pub(crate) struct GateArgs {
     /// The nominal policy, a registry spec (`+pool`: it sets the workers' concurrency).
     #[arg(long, value_name = "SPEC", value_parser = crate::policy_arg::PolicyParser, default_value = "peak+pool")]
     policy: PolicySpec,
-    /// The backlog's capacity Q \[jobs\]: the queue's cap; the boundary's line is θ·Q, the
+    /// The backlog's capacity Q in jobs: the queue's cap; the boundary's line is θ·Q, the
     /// bound when no controller publishes.
     #[arg(long, default_value_t = 1000, value_name = "JOBS")]
     capacity: u64,
     /// About how many workers serve the queue (the policy's setting).
     #[arg(long, default_value_t = 8, value_name = "N")]
     workers: u32,
-    /// The lease [ms]: a grant stays in force this long without renewal, and a follower
-    /// takes over this long after the leader's last renewal.
+    /// The lease in milliseconds: a grant stays in force this long without renewal, and a
+    /// follower takes over this long after the leader's last renewal.
     #[arg(long, default_value_t = 2000, value_name = "MS")]
     lease_ms: u64,
     /// This controller's id in the lease [default: unique to the process].
