@@ -30,19 +30,23 @@
 //! All of a queue's keys carry the hash tag `{NAME}` (`sg:{NAME}:jobs`, …), so each
 //! function call touches one Redis Cluster slot.
 
+mod books;
 mod conn;
 mod controller;
 mod error;
 mod keys;
+mod lane;
 mod producer;
 mod queue;
+mod records;
 mod worker;
 
 pub use controller::{Controller, ControllerReport, Status};
 pub use error::QueueError;
 pub use keys::check_name;
 pub use producer::{Admission, GateMode, Producer, Reason};
-pub use queue::{redact, Bounds, DeadLetter, Grant, Queue, QueueConfig, Stats, LIBRARY, WIRE_VERSION};
+pub use queue::{redact, Queue, LIBRARY, WIRE_VERSION};
+pub use records::{Bounds, DeadLetter, Grant, QueueConfig, Stats};
 pub use worker::{Job, JobError, Worker, WorkerReport};
 
 /// The README's program, compiled as a doc test.

@@ -1,7 +1,6 @@
 //! The [`Queue`] handle: the connection, the function library, the configuration and the
 //! books.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use redis::cluster::ClusterClient;
@@ -9,7 +8,7 @@ use redis::{Client, Value};
 
 use crate::conn::Con;
 use crate::keys::{Keys, GROUP};
-use crate::QueueError;
+use crate::{QueueConfig, QueueError};
 
 /// The function library every call goes through (`FUNCTION LOAD`), loaded by every Rust
 /// component on connect; other languages call it with `FCALL` (the wire format is in the
@@ -18,153 +17,6 @@ pub const LIBRARY: &str = include_str!("library.lua");
 
 /// The wire format's version, as `FCALL sg_wire 0` answers it.
 pub const WIRE_VERSION: i64 = 1;
-
-/// A queue's settings, kept in Redis (`sg:{NAME}:config`) and shared by every producer,
-/// worker and controller.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct QueueConfig {
-    /// The backlog's hard cap \[jobs\]: waiting, in service and waiting for a retry. No grant
-    /// raises the bound above it.
-    pub cap: u64,
-    /// The bound when no controller's grant is fresh: before the first, and once the last
-    /// one's lease has run out (the safe fallback; a controller built from a boundary sets
-    /// it to the barrier's line, θ·Q).
-    pub fallback: u64,
-    /// Attempts before a job is dead-lettered (≥ 1).
-    pub max_attempts: u32,
-    /// The first retry's delay; each further retry doubles it, up to `backoff_max`, with
-    /// jitter (times 0.5 to 1).
-    pub backoff: Duration,
-    /// The longest delay between attempts.
-    pub backoff_max: Duration,
-    /// Dead letters kept (the oldest are dropped beyond it; 0 keeps none; the count goes on).
-    pub dead_max: u64,
-}
-
-impl Default for QueueConfig {
-    fn default() -> Self {
-        Self {
-            cap: 10_000,
-            fallback: 10_000,
-            max_attempts: 5,
-            backoff: Duration::from_millis(100),
-            backoff_max: Duration::from_secs(60),
-            dead_max: 10_000,
-        }
-    }
-}
-
-impl QueueConfig {
-    /// Check every setting's range.
-    pub fn validate(&self) -> Result<(), QueueError> {
-        if self.cap == 0 || self.cap > 1 << 40 {
-            return Err(QueueError::setting("cap", self.cap, "1 to 2^40 jobs"));
-        }
-        if self.fallback > self.cap {
-            return Err(QueueError::setting("fallback", self.fallback, "at most the cap"));
-        }
-        if self.max_attempts == 0 {
-            return Err(QueueError::setting("max_attempts", self.max_attempts, "at least 1"));
-        }
-        if self.backoff > self.backoff_max || self.backoff_max > Duration::from_secs(86_400 * 7) {
-            return Err(QueueError::setting(
-                "backoff",
-                format!("{:?}", self.backoff),
-                "at most backoff_max, at most 7 days",
-            ));
-        }
-        if self.max_attempts > 1_000_000 {
-            return Err(QueueError::setting("max_attempts", self.max_attempts, "at most 1000000"));
-        }
-        if self.dead_max > 1_000_000_000 {
-            return Err(QueueError::setting("dead_max", self.dead_max, "at most 10^9"));
-        }
-        Ok(())
-    }
-
-    fn fields(&self) -> [(&'static str, String); 6] {
-        [
-            ("cap", self.cap.to_string()),
-            ("fallback", self.fallback.to_string()),
-            ("max_attempts", self.max_attempts.to_string()),
-            ("backoff_us", self.backoff.as_micros().to_string()),
-            ("backoff_max_us", self.backoff_max.as_micros().to_string()),
-            ("dead_max", self.dead_max.to_string()),
-        ]
-    }
-}
-
-/// A queue's two bounds \[jobs\] (see [`QueueConfig::cap`] and [`QueueConfig::fallback`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
-    /// The backlog's hard cap.
-    pub cap: u64,
-    /// The bound when no controller's grant is fresh.
-    pub fallback: u64,
-}
-
-/// A queue's books and state, read atomically.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Stats {
-    /// Offers (`enqueue` calls).
-    pub offered: u64,
-    /// Offers admitted.
-    pub admitted: u64,
-    /// Offers turned away by the controller's admission share.
-    pub rejected_share: u64,
-    /// Offers turned away at the backlog's bound.
-    pub rejected_full: u64,
-    /// Jobs done.
-    pub completed: u64,
-    /// Jobs failed for good (a fatal error).
-    pub failed: u64,
-    /// Jobs dead-lettered after their last attempt.
-    pub dead: u64,
-    /// Failed attempts put back for a retry.
-    pub retried: u64,
-    /// Jobs given back from a worker that stopped beating.
-    pub redelivered: u64,
-    /// Jobs in the stream: waiting and in service.
-    pub in_stream: u64,
-    /// Jobs delivered and not acknowledged (in service).
-    pub in_service: u64,
-    /// Jobs waiting for a retry.
-    pub delayed: u64,
-    /// Time in the stream at the end of every attempt (from the attempt's entry: a retry's
-    /// backoff is left out), summed \[µs\].
-    pub latency_us: u64,
-    /// Service time of every attempt, summed \[µs\].
-    pub service_us: u64,
-}
-
-impl Stats {
-    /// Jobs admitted and not yet completed, failed or dead-lettered.
-    pub fn waiting(&self) -> u64 {
-        self.in_stream + self.delayed
-    }
-
-    /// Whether the books balance: `admitted = completed + failed + dead + waiting`.
-    pub fn balanced(&self) -> bool {
-        self.admitted == self.completed + self.failed + self.dead + self.waiting()
-    }
-}
-
-/// The controller's grant as published.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Grant {
-    /// The admission share in \[0, 1\].
-    pub share: f64,
-    /// Workers allowed at once (`None`: all).
-    pub concurrency: Option<u32>,
-    /// The backlog's bound \[jobs\].
-    pub bound: u64,
-    /// When the lease expires, Redis time \[µs since the epoch\].
-    pub expires_us: u64,
-    /// The controllers' epoch (grows with every new leader).
-    pub epoch: u64,
-    /// The controller that published it.
-    pub leader: String,
-}
 
 /// A connection to one queue on one Redis server. Cheap to clone: clones share the
 /// connection.
@@ -354,120 +206,6 @@ impl Queue {
         }
     }
 
-    /// The settings as stored.
-    pub async fn config(&self) -> Result<QueueConfig, QueueError> {
-        let mut c = self.con.clone();
-        let m: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(&self.keys.config)
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("reading the configuration"))?;
-        let d = QueueConfig::default();
-        let g = |k: &str, d: u64| m.get(k).and_then(|v| v.parse::<u64>().ok()).unwrap_or(d);
-        Ok(QueueConfig {
-            cap: g("cap", d.cap),
-            fallback: g("fallback", d.fallback),
-            max_attempts: g("max_attempts", u64::from(d.max_attempts)).min(u64::from(u32::MAX)) as u32,
-            backoff: Duration::from_micros(g("backoff_us", d.backoff.as_micros() as u64)),
-            backoff_max: Duration::from_micros(g("backoff_max_us", d.backoff_max.as_micros() as u64)),
-            dead_max: g("dead_max", d.dead_max),
-        })
-    }
-
-    /// Store only the bounds (cap and fallback), leaving the other settings as they are:
-    /// what a controller built from a boundary stores on start.
-    pub async fn set_bounds(&self, b: Bounds) -> Result<(), QueueError> {
-        if b.cap == 0 || b.cap > 1 << 40 {
-            return Err(QueueError::setting("cap", b.cap, "1 to 2^40 jobs"));
-        }
-        if b.fallback > b.cap {
-            return Err(QueueError::setting("fallback", b.fallback, "at most the cap"));
-        }
-        let mut c = self.con.clone();
-        let () = redis::cmd("HSET")
-            .arg(&self.keys.config)
-            .arg(&[("cap", b.cap), ("fallback", b.fallback)])
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("storing the bounds"))?;
-        Ok(())
-    }
-
-    /// Store `cfg` (every setting; it replaces what was stored).
-    pub async fn configure(&self, cfg: &QueueConfig) -> Result<(), QueueError> {
-        cfg.validate()?;
-        let mut c = self.con.clone();
-        let fields = cfg.fields();
-        let () = redis::cmd("HSET")
-            .arg(&self.keys.config)
-            .arg(&fields[..])
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("storing the configuration"))?;
-        Ok(())
-    }
-
-    /// The books and the state, read in one transaction.
-    pub async fn stats(&self) -> Result<Stats, QueueError> {
-        let keys = [&*self.keys.jobs, &self.keys.count, &self.keys.delayed];
-        let (count, in_stream, in_service, delayed): (HashMap<String, i64>, u64, u64, u64) =
-            self.fcall("sg_stats", &keys, &GROUP).await?;
-        let g = |k: &str| count.get(k).copied().unwrap_or(0).max(0) as u64;
-        Ok(Stats {
-            offered: g("offered"),
-            admitted: g("admitted"),
-            rejected_share: g("rejected_share"),
-            rejected_full: g("rejected_full"),
-            completed: g("completed"),
-            failed: g("failed"),
-            dead: g("dead"),
-            retried: g("retried"),
-            redelivered: g("redelivered"),
-            in_stream,
-            in_service,
-            delayed,
-            latency_us: g("latency_us"),
-            service_us: g("service_us"),
-        })
-    }
-
-    /// The grant in force, if a controller ever published one.
-    pub async fn grant(&self) -> Result<Option<Grant>, QueueError> {
-        let mut c = self.con.clone();
-        let m: HashMap<String, String> = redis::cmd("HGETALL")
-            .arg(&self.keys.gate)
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("reading the grant"))?;
-        let Some(expires_us) = m.get("expires").and_then(|v| v.parse::<u64>().ok()) else { return Ok(None) };
-        let f = |k: &str| m.get(k).and_then(|v| v.parse::<f64>().ok());
-        Ok(Some(Grant {
-            share: f("share").unwrap_or(1.0),
-            concurrency: f("conc").filter(|c| *c >= 0.0).map(|c| c.min(f64::from(u32::MAX)) as u32),
-            bound: f("bound").map_or(0, |b| b.max(0.0) as u64),
-            expires_us,
-            epoch: f("epoch").map_or(0, |e| e.max(0.0) as u64),
-            leader: m.get("leader").cloned().unwrap_or_default(),
-        }))
-    }
-
-    /// The newest `n` dead letters (jobs dead-lettered or failed for good); letters that do
-    /// not parse are skipped.
-    pub async fn dead_letters(&self, n: usize) -> Result<Vec<DeadLetter>, QueueError> {
-        if n == 0 {
-            return Ok(Vec::new());
-        }
-        let mut c = self.con.clone();
-        let v: Vec<Vec<u8>> = redis::cmd("LRANGE")
-            .arg(&self.keys.dead)
-            .arg(0)
-            .arg(n.max(1) as i64 - 1)
-            .query_async(&mut c)
-            .await
-            .map_err(self.err("reading the dead letters"))?;
-        Ok(v.iter().filter_map(|s| serde_json::from_slice(s).ok()).collect())
-    }
-
     /// Delete every key of this queue (its jobs, books, grant and settings). Nothing else
     /// ever deletes a queue.
     pub async fn destroy(&self) -> Result<(), QueueError> {
@@ -522,21 +260,4 @@ fn timed_out(url: &str) -> QueueError {
 fn missing(e: &redis::RedisError) -> bool {
     let s = e.to_string();
     s.contains("Function not found") || s.contains("NOGROUP")
-}
-
-/// A job that was dead-lettered (`kind` = `"dead"`) or failed for good (`"failed"`).
-#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
-pub struct DeadLetter {
-    /// Its last stream id.
-    pub id: String,
-    /// The payload, as enqueued (JSON text).
-    pub payload: String,
-    /// Attempts made.
-    pub attempts: u32,
-    /// The last error.
-    pub error: String,
-    /// `"dead"` or `"failed"`.
-    pub kind: String,
-    /// When, Redis time \[µs since the epoch\].
-    pub at: f64,
 }

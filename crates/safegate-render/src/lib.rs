@@ -31,6 +31,7 @@ pub mod chart;
 pub mod compare;
 pub mod falsify;
 pub mod fleet;
+pub mod gate;
 pub mod markup;
 pub mod numbers;
 pub mod report;

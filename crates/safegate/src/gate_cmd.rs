@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, bail, Result};
 use clap::Args;
 use safegate_core::controllers::PolicySpec;
-use safegate_queue::{redact, Controller, Queue, Status};
+use safegate_queue::{redact, Controller, Queue};
 
 /// Flags of `safegate gate`.
 #[derive(Debug, Args)]
@@ -92,17 +92,8 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
         let signalled = crate::stop::signal()?;
         let duration = args.duration;
         let stop = async move {
-            match duration {
-                Some(d) => {
-                    tokio::select! {
-                        _ = tokio::time::sleep(Duration::from_secs_f64(d)) => {}
-                        _ = signalled => {}
-                    }
-                }
-                None => {
-                    signalled.await;
-                }
-            }
+            let limit = duration.map_or(Duration::MAX, Duration::from_secs_f64);
+            let _ = tokio::time::timeout(limit, signalled).await;
         };
         let mut last = Instant::now() - Duration::from_secs(2);
         let json = args.json;
@@ -111,52 +102,21 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
             .run_with(stop, |s| {
                 if last.elapsed() >= Duration::from_secs(1) {
                     last = Instant::now();
-                    show(s, line, json);
+                    say(json, &safegate_render::gate::status(s, line, json));
                 }
             })
             .await?;
-        if json {
-            println!(
-                "{}",
-                serde_json::json!({"decisions": report.decisions, "published": report.published, "takeovers": report.takeovers, "errors": report.errors})
-            );
-        } else {
-            eprintln!(
-                "safegate gate: {} decisions, {} grants published, led {} time(s), {} periods lost to Redis errors",
-                report.decisions, report.published, report.takeovers, report.errors
-            );
-        }
+        say(json, &safegate_render::gate::report(&report, json));
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
 }
 
-fn show(s: &Status, line: u64, json: bool) {
-    let st = &s.stats;
-    let conc = s.action.concurrency.map_or_else(|| "all".to_string(), |c| c.to_string());
-    let (interventions, backups) = s.filter.map_or((0, 0), |f| (f.interventions, f.infeasible));
+/// JSON to stdout, text to stderr.
+fn say(json: bool, text: &str) {
     if json {
-        println!(
-            "{}",
-            serde_json::json!({
-                "t": s.t, "leading": s.leading, "epoch": s.epoch, "backlog": st.waiting(), "line": line,
-                "bound": s.bound, "share": s.action.admit, "concurrency": s.action.concurrency,
-                "offered": st.offered, "admitted": st.admitted, "completed": st.completed, "failed": st.failed,
-                "dead": st.dead, "retried": st.retried, "in_service": st.in_service,
-                "interventions": interventions, "backups": backups,
-            })
-        );
+        println!("{text}");
     } else {
-        eprintln!(
-            "{:>8.1} s  {}  backlog {} (line {line})  share {:.3}  workers {conc}  admitted {}  completed {}  failed {}  dead {}  filter: {interventions} interventions, {backups} backups",
-            s.t,
-            if s.leading { "leading  " } else { "following" },
-            st.waiting(),
-            s.action.admit,
-            st.admitted,
-            st.completed,
-            st.failed,
-            st.dead
-        );
+        eprintln!("{text}");
     }
 }

@@ -1,0 +1,236 @@
+//! A worker's lane: one consumer of the stream, one job at a time.
+
+use std::future::Future;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use redis::streams::{StreamReadOptions, StreamReadReply};
+use redis::AsyncCommands;
+use serde::de::DeserializeOwned;
+
+use crate::conn::Con;
+use crate::keys::GROUP;
+use crate::worker::{AbortOnDrop, Shared};
+use crate::{Job, JobError, Queue, QueueError};
+
+pub(crate) struct Lane {
+    pub(crate) queue: Queue,
+    pub(crate) consumer: String,
+    pub(crate) i: usize,
+    pub(crate) shared: Arc<Shared>,
+}
+
+/// One delivery as read from the stream.
+struct Delivery {
+    id: String,
+    payload: String,
+    attempt: u32,
+    at_us: u64,
+}
+
+impl Lane {
+    fn slot(&self) -> Option<u32> {
+        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.i]
+    }
+
+    fn set_slot(&self, s: Option<u32>) {
+        self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.i] = s;
+    }
+
+    /// Give the lane's slot up (only if it is still this lane's).
+    async fn release(&self, slot: u32) {
+        self.set_slot(None);
+        let key = format!("{}{slot}", self.queue.keys.slot_prefix);
+        let mut c = self.queue.con.clone();
+        let held: redis::RedisResult<Option<String>> = redis::cmd("GET").arg(&key).query_async(&mut c).await;
+        if held.ok().flatten().as_deref() == Some(self.consumer.as_str()) {
+            let _: redis::RedisResult<()> = redis::cmd("DEL").arg(&key).query_async(&mut c).await;
+        }
+    }
+
+    /// Whether the lane may take a job now: it holds a slot below the published
+    /// concurrency (or none is published).
+    async fn admitted(&self, ttl: Duration) -> Result<bool, QueueError> {
+        let conc = self.shared.conc.load(Ordering::Relaxed);
+        let slot = self.slot();
+        if conc < 0 {
+            if let Some(s) = slot {
+                self.release(s).await;
+            }
+            return Ok(true);
+        }
+        match slot {
+            Some(s) if i64::from(s) < conc => return Ok(true),
+            Some(s) => self.release(s).await,
+            None => {}
+        }
+        let q = &self.queue;
+        let got: i64 = q
+            .fcall("sg_slot", &[&q.keys.jobs], &(&q.keys.slot_prefix, &self.consumer, &conc, &(ttl.as_millis() as u64)))
+            .await?;
+        let got = u32::try_from(got).ok();
+        self.set_slot(got);
+        Ok(got.is_some())
+    }
+
+    pub(crate) async fn run<T, H, F>(self, mut reader: Con, handler: Arc<H>, poll: Duration, ttl: Duration)
+    where
+        T: DeserializeOwned + Send + 'static,
+        H: Fn(Job<T>) -> F + Send + Sync + 'static,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        // At start (a worker restarted under the same name within its heartbeat's life) and
+        // after an error, the lane may hold jobs whose outcome was never recorded: it reads
+        // its own pending entries first (`XREADGROUP … 0`) and runs them again (at least
+        // once), until none.
+        let mut own = true;
+        while !self.shared.stop.load(Ordering::SeqCst) {
+            let step = async {
+                if !self.admitted(ttl).await? {
+                    // No slot free: wait a little (or for shutdown).
+                    let _ = tokio::time::timeout(Duration::from_millis(50), self.shared.stopped.notified()).await;
+                    return Ok(());
+                }
+                match self.fetch(&mut reader, poll, own).await? {
+                    Some(d) => self.process(d, &*handler).await?,
+                    None => own = false,
+                }
+                Ok::<(), QueueError>(())
+            };
+            if step.await.is_err() {
+                own = true;
+                self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                let _ = tokio::time::timeout(Duration::from_millis(200), self.shared.stopped.notified()).await;
+                if let Ok(r) = self.queue.dedicated().await {
+                    reader = r;
+                }
+            }
+        }
+        if let Some(s) = self.slot() {
+            self.release(s).await;
+        }
+    }
+
+    /// The next new job (waiting at most `poll`), or with `own` this lane's oldest pending
+    /// one (at once).
+    async fn fetch(&self, reader: &mut Con, poll: Duration, own: bool) -> Result<Option<Delivery>, QueueError> {
+        let mut opts = StreamReadOptions::default().group(GROUP, &self.consumer).count(1);
+        if !own {
+            opts = opts.block(poll.as_millis().max(1) as usize);
+        }
+        let q = &self.queue;
+        let id = if own { "0" } else { ">" };
+        let reply: redis::RedisResult<Option<StreamReadReply>> =
+            reader.xread_options(&[&q.keys.jobs], &[id], &opts).await;
+        let reply = match reply {
+            Ok(r) => r,
+            Err(e) if e.code() == Some("NOGROUP") => {
+                q.ensure_group().await?;
+                return Ok(None);
+            }
+            Err(e) => return Err(q.err("reading the stream")(e)),
+        };
+        let Some(entry) = reply.and_then(|r| r.keys.into_iter().next()).and_then(|k| k.ids.into_iter().next()) else {
+            return Ok(None);
+        };
+        let get = |f: &str| entry.map.get(f).and_then(|v| redis::from_redis_value_ref::<String>(v).ok());
+        if get("job").is_none() {
+            // A pending entry deleted meanwhile: nothing to run.
+            return Ok(None);
+        }
+        Ok(Some(Delivery {
+            payload: get("job").unwrap_or_default(),
+            attempt: get("n").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0).saturating_add(1),
+            at_us: get("first").or_else(|| get("at")).and_then(|a| a.parse().ok()).unwrap_or(0),
+            id: entry.id,
+        }))
+    }
+
+    async fn process<T, H, F>(&self, d: Delivery, handler: &H) -> Result<(), QueueError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        H: Fn(Job<T>) -> F,
+        F: Future<Output = Result<(), JobError>> + Send + 'static,
+    {
+        let start = std::time::Instant::now();
+        let outcome = match serde_json::from_str::<T>(&d.payload) {
+            Err(e) => Err(JobError::fatal(format!("the payload does not decode: {e}"))),
+            Ok(payload) => {
+                let job = Job {
+                    id: d.id.clone(),
+                    payload,
+                    attempt: d.attempt,
+                    enqueued_at: UNIX_EPOCH + Duration::from_micros(d.at_us),
+                };
+                // Its own task: a handler that panics fails its attempt, not the lane; aborted
+                // with the lane (a worker dropped or out of drain time leaves no handler behind).
+                let mut task = AbortOnDrop(tokio::spawn(handler(job)));
+                match (&mut task.0).await {
+                    Ok(r) => r,
+                    Err(e) => Err(JobError::retry(format!("the handler panicked: {e}"))),
+                }
+            }
+        };
+        let service = start.elapsed().as_micros() as u64;
+        let q = &self.queue;
+        let s = &self.shared;
+        match outcome {
+            Ok(()) => {
+                let keys = [&*q.keys.jobs, &q.keys.count];
+                let args = (&d.id, GROUP, service);
+                let n: i64 = self.record(|| q.fcall("sg_ack", &keys, &args)).await?;
+                if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config];
+                let fatal = if e.is_fatal() { "1" } else { "0" };
+                let u = jitter(&d.id);
+                let args = (&d.id, GROUP, e.message(), fatal, service, u);
+                let n: i64 = self.record(|| q.fcall("sg_fail", &keys, &args)).await?;
+                match n {
+                    1 => &s.retried,
+                    2 => &s.dead,
+                    3 => &s.failed,
+                    _ => &s.late,
+                }
+                .fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        Ok(())
+    }
+
+    /// Record a job's outcome, trying again every 200 ms through a Redis outage (a restart,
+    /// a server over its memory limit) without running the handler again, until it is
+    /// recorded or the worker stops; a job whose outcome was never recorded stays pending
+    /// under this lane, and is run again (at least once) by the next run of this worker or
+    /// given back by a reaper once its heartbeat has expired.
+    async fn record<Fut>(&self, call: impl Fn() -> Fut) -> Result<i64, QueueError>
+    where
+        Fut: Future<Output = Result<i64, QueueError>>,
+    {
+        loop {
+            match call().await {
+                Ok(n) => return Ok(n),
+                Err(e) if self.shared.stop.load(Ordering::SeqCst) => return Err(e),
+                Err(_) => {
+                    self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                    tokio::time::sleep(Duration::from_millis(200)).await;
+                }
+            }
+        }
+    }
+}
+
+/// A draw in \[0, 1) for a retry's jitter, from the job's id and the clock (no RNG needed).
+fn jitter(id: &str) -> f64 {
+    let t = SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.subsec_nanos() as u64);
+    let mut h = t ^ 0x9e37_79b9_7f4a_7c15;
+    for b in id.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3);
+    }
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    (h >> 11) as f64 / (1u64 << 53) as f64
+}
