@@ -20,6 +20,10 @@
 //!
 //! Nothing wipes a queue: every component resumes what is in Redis on restart.
 //!
+//! ## Features
+//! - `tls`: `rediss://` URLs (the system's roots), and [`Queue::connect_tls`] with a
+//!   private CA or a client certificate (mutual TLS), by rustls; off by default.
+//!
 //! ## Why JSON
 //! The payload crosses languages (a Python or Node producer writes it with its standard
 //! library, `redis-cli` shows it as text) and it must survive a schema change on one side
@@ -39,14 +43,18 @@ mod lane;
 mod producer;
 mod queue;
 mod records;
+#[cfg(feature = "tls")]
+mod tls;
 mod worker;
 
 pub use controller::{Controller, ControllerReport, Status};
 pub use error::QueueError;
 pub use keys::check_name;
 pub use producer::{Admission, GateMode, Producer, Reason};
-pub use queue::{redact, Queue, LIBRARY, WIRE_VERSION};
+pub use queue::{redact, Queue, LIBRARY, LIBRARY_REVISION, WIRE_VERSION};
 pub use records::{Bounds, DeadLetter, Grant, QueueConfig, Stats};
+#[cfg(feature = "tls")]
+pub use tls::Tls;
 pub use worker::{Job, JobError, Worker, WorkerReport};
 
 /// The README's program, compiled as a doc test.

@@ -15,11 +15,14 @@
 --   sg:{NAME}:delayed  sorted set: failed attempts waiting for their retry (score: due, µs)
 --   sg:{NAME}:dead     list: dead letters (JSON), newest first, at most dead_max kept
 --   sg:{NAME}:leader   string with an expiry: the leading controller's id
---   sg:{NAME}:hb:W     string with an expiry: worker W's heartbeat (its lanes consume as W/i)
+--   sg:{NAME}:hb:W     string with an expiry: worker W's heartbeat, `lanes:N` (its lanes
+--                      consume as W/0 … W/N-1; a lane W/i with i >= N is an orphan)
 --   sg:{NAME}:slot:I   string with an expiry: the consumer holding worker slot I
 -- The wire format is documented in the crate's README (Any language: the wire format).
 
 local WIRE = 1
+-- This library's revision: a component never replaces a newer one it finds loaded.
+local REVISION = 2
 
 local function now_us()
   local t = redis.call('TIME')
@@ -201,9 +204,18 @@ local function reap(keys, args)
       if c[i] == 'name' then name = c[i + 1] end
       if c[i] == 'pending' then pending = tonumber(c[i + 1]) end
     end
-    -- A consumer `W/i` is lane i of worker W, whose heartbeat is `prefix .. W`.
-    local worker = name and (string.match(name, '^(.*)/%d+$') or name)
-    if name and redis.call('EXISTS', prefix .. worker) == 0 then
+    -- A consumer `W/i` is lane i of worker W, whose heartbeat is `prefix .. W`: it is
+    -- reaped when that heartbeat has expired, or says W now runs fewer than i + 1 lanes (a
+    -- restart under the same name with fewer lanes).
+    local worker, lane = nil, nil
+    if name then
+      worker, lane = string.match(name, '^(.*)/(%d+)$')
+      if not worker then worker = name end
+    end
+    local hb = name and redis.call('GET', prefix .. worker)
+    local lanes = hb and tonumber(string.match(hb, '^lanes:(%d+)$'))
+    local orphan = name and (not hb or (lanes ~= nil and lane ~= nil and tonumber(lane) >= lanes))
+    if orphan then
       if pending > 0 and budget > 0 then
         local ents = redis.call('XPENDING', jobs, group, '-', '+', budget, name)
         for _, p in ipairs(ents) do
@@ -235,10 +247,13 @@ local function reap(keys, args)
   return moved
 end
 
--- FCALL sg_beat 2 hb_key slot_key consumer ttl_ms    (or 1 hb_key when no slot is held)
--- Refresh a consumer's heartbeat and its slot. Returns 1, or 0 if the slot was lost.
+-- FCALL sg_beat 2 hb_key slot_key consumer ttl_ms [lanes]   (or 1 hb_key when no slot is held)
+-- Refresh a consumer's heartbeat (`lanes:N` when the worker's lane count is given, else 1)
+-- and its slot. Returns 1, or 0 if the slot was lost.
 local function beat(keys, args)
-  redis.call('SET', keys[1], '1', 'PX', args[2])
+  local value = '1'
+  if args[3] and tonumber(args[3]) then value = 'lanes:' .. tonumber(args[3]) end
+  redis.call('SET', keys[1], value, 'PX', args[2])
   if keys[2] == nil or keys[2] == '' then return 1 end
   if redis.call('GET', keys[2]) == args[1] then
     redis.call('PEXPIRE', keys[2], args[2])
@@ -334,3 +349,4 @@ end
 redis.register_function{function_name = 'sg_stats', callback = stats, flags = {'no-writes'}}
 redis.register_function{function_name = 'sg_oldest', callback = oldest, flags = {'no-writes'}}
 redis.register_function{function_name = 'sg_wire', callback = function() return WIRE end, flags = {'no-writes'}}
+redis.register_function{function_name = 'sg_revision', callback = function() return REVISION end, flags = {'no-writes'}}

@@ -18,6 +18,11 @@ pub const LIBRARY: &str = include_str!("library.lua");
 /// The wire format's version, as `FCALL sg_wire 0` answers it.
 pub const WIRE_VERSION: i64 = 1;
 
+/// The [`LIBRARY`]'s revision, as `FCALL sg_revision 0` answers it: a component never
+/// replaces a library of a later revision that it finds loaded (a newer deployment's), and
+/// refuses one that speaks another wire format.
+pub const LIBRARY_REVISION: i64 = 2;
+
 /// A connection to one queue on one Redis server. Cheap to clone: clones share the
 /// connection.
 #[derive(Clone)]
@@ -31,7 +36,7 @@ pub struct Queue {
 /// Where new connections come from.
 #[derive(Clone)]
 pub(crate) enum Source {
-    Single(Client),
+    Single(Box<Client>),
     Cluster(Box<ClusterClient>),
 }
 
@@ -53,18 +58,40 @@ pub fn redact(url: &str) -> String {
 const TIMEOUT: Duration = Duration::from_secs(2);
 
 impl Queue {
-    /// Connect to the queue `name` at `url` (`redis://[user:password@]host:port/db`): load
-    /// the function library, create the stream and its group if they do not exist, and
-    /// store the default [`QueueConfig`] for any setting not stored yet. Nothing that is
-    /// there is deleted: producers, workers and controllers restart and resume.
+    /// Connect to the queue `name` at `url` (`redis://[user:password@]host:port/db`, or
+    /// `rediss://…` with the `tls` feature, trusting the system's roots): load the function
+    /// library, create the stream and its group if they do not exist, and store the default
+    /// [`QueueConfig`] for any setting not stored yet. Nothing that is there is deleted:
+    /// producers, workers and controllers restart and resume.
     pub async fn connect(url: &str, name: &str) -> Result<Self, QueueError> {
+        Self::open(url, name, None).await
+    }
+
+    /// [`Queue::connect`] over TLS with these settings (a private CA, a client certificate):
+    /// `url` must be `rediss://`.
+    #[cfg(feature = "tls")]
+    pub async fn connect_tls(url: &str, name: &str, tls: &crate::Tls) -> Result<Self, QueueError> {
+        if !is_tls(url) {
+            return Err(QueueError::setting("url", redact(url), "TLS settings need a rediss:// URL"));
+        }
+        Self::open(url, name, Some(tls.certificates())).await
+    }
+
+    async fn open(url: &str, name: &str, certs: Certs) -> Result<Self, QueueError> {
         let keys = Keys::new(name)?;
         let shown = redact(url);
+        check_scheme(url)?;
         let err = |what: &'static str| {
             let url = shown.clone();
             move |error| QueueError::Redis { url, what: what.into(), error }
         };
-        let client = Client::open(url).map_err(err("parsing the URL"))?;
+        let client = match certs {
+            #[cfg(feature = "tls")]
+            Some(c) => Client::build_with_tls(url, c).map_err(err("parsing the URL and the TLS certificates"))?,
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match never {},
+            None => Client::open(url).map_err(err("parsing the URL"))?,
+        };
         let cfg = redis::aio::ConnectionManagerConfig::new()
             .set_connection_timeout(Some(TIMEOUT))
             .set_response_timeout(Some(TIMEOUT))
@@ -75,13 +102,26 @@ impl Queue {
                 .await
                 .map_err(|_| timed_out(&shown))?
                 .map_err(err("connecting"))?;
-        Self::set_up(Self { client: Source::Single(client), url: shown, con: Con::Single(con), keys }).await
+        Self::set_up(Self { client: Source::Single(Box::new(client)), url: shown, con: Con::Single(con), keys }).await
     }
 
     /// [`Queue::connect`] to a Redis Cluster through any of its `nodes` (`redis://host:port`
     /// each; the others are discovered). Every call is routed by its keys' slot (a queue's
     /// keys share one), and the function library is loaded on every primary.
     pub async fn connect_cluster(nodes: &[&str], name: &str) -> Result<Self, QueueError> {
+        Self::open_cluster(nodes, name, None).await
+    }
+
+    /// [`Queue::connect_cluster`] over TLS with these settings: every node `rediss://`.
+    #[cfg(feature = "tls")]
+    pub async fn connect_cluster_tls(nodes: &[&str], name: &str, tls: &crate::Tls) -> Result<Self, QueueError> {
+        if let Some(n) = nodes.iter().find(|n| !is_tls(n)) {
+            return Err(QueueError::setting("node URL", redact(n), "TLS settings need rediss:// URLs"));
+        }
+        Self::open_cluster(nodes, name, Some(tls.certificates())).await
+    }
+
+    async fn open_cluster(nodes: &[&str], name: &str, certs: Certs) -> Result<Self, QueueError> {
         let keys = Keys::new(name)?;
         let shown = nodes.iter().map(|n| redact(n)).collect::<Vec<_>>().join(",");
         let err = |what: &'static str| {
@@ -91,11 +131,19 @@ impl Queue {
         if nodes.is_empty() {
             return Err(QueueError::setting("nodes", "[]", "at least one cluster node"));
         }
-        let client = ClusterClient::builder(nodes.iter().copied())
-            .connection_timeout(TIMEOUT)
-            .response_timeout(TIMEOUT)
-            .build()
-            .map_err(err("parsing the node URLs"))?;
+        for n in nodes {
+            check_scheme(n)?;
+        }
+        let builder =
+            ClusterClient::builder(nodes.iter().copied()).connection_timeout(TIMEOUT).response_timeout(TIMEOUT);
+        let builder = match certs {
+            #[cfg(feature = "tls")]
+            Some(c) => builder.certs(c),
+            #[cfg(not(feature = "tls"))]
+            Some(never) => match never {},
+            None => builder,
+        };
+        let client = builder.build().map_err(err("parsing the node URLs"))?;
         let con = tokio::time::timeout(2 * TIMEOUT + Duration::from_secs(1), client.get_async_connection())
             .await
             .map_err(|_| timed_out(&shown))?
@@ -136,9 +184,32 @@ impl Queue {
         move |error| QueueError::Redis { url, what, error }
     }
 
-    /// Load (or replace with this version) the function library.
+    /// Load the function library, or replace an earlier revision of it. A later revision
+    /// that is loaded stays (an older component never downgrades a newer deployment), as
+    /// long as it speaks this [`WIRE_VERSION`]; another wire format is an error.
     pub async fn load_library(&self) -> Result<(), QueueError> {
         let mut c = self.con.clone();
+        let loaded: redis::RedisResult<i64> = redis::cmd("FCALL").arg("sg_revision").arg(0).query_async(&mut c).await;
+        if let Ok(rev) = loaded {
+            if rev >= LIBRARY_REVISION {
+                let wire: i64 = redis::cmd("FCALL")
+                    .arg("sg_wire")
+                    .arg(0)
+                    .query_async(&mut c)
+                    .await
+                    .map_err(self.err("reading the loaded library's wire version"))?;
+                if wire != WIRE_VERSION {
+                    return Err(QueueError::Protocol {
+                        url: self.url.clone(),
+                        what: format!(
+                            "the loaded function library (revision {rev}) speaks wire version {wire}; this client speaks {WIRE_VERSION}"
+                        ),
+                        answer: wire.to_string(),
+                    });
+                }
+                return Ok(());
+            }
+        }
         let r: redis::RedisResult<Value> =
             redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(LIBRARY).query_async(&mut c).await;
         r.map(drop).map_err(self.err("loading the function library (FUNCTION LOAD needs Redis 7 or later)"))
@@ -256,8 +327,50 @@ fn timed_out(url: &str) -> QueueError {
     }
 }
 
+/// TLS certificates for a connection, if any (none can be given without the `tls` feature).
+#[cfg(feature = "tls")]
+type Certs = Option<redis::TlsCertificates>;
+#[cfg(not(feature = "tls"))]
+type Certs = Option<std::convert::Infallible>;
+
+fn is_tls(url: &str) -> bool {
+    let u = url.trim_start().to_ascii_lowercase();
+    u.starts_with("rediss://") || u.starts_with("valkeys://")
+}
+
+/// A `rediss://` URL without the `tls` feature is refused by name, not by the client's
+/// generic parse error.
+fn check_scheme(url: &str) -> Result<(), QueueError> {
+    if is_tls(url) && !cfg!(feature = "tls") {
+        return Err(QueueError::setting(
+            "url",
+            redact(url),
+            "rediss:// needs safegate-queue's `tls` feature (cargo add safegate-queue --features tls)",
+        ));
+    }
+    Ok(())
+}
+
 /// Whether `e` says the function library is not loaded.
 fn missing(e: &redis::RedisError) -> bool {
     let s = e.to_string();
     s.contains("Function not found") || s.contains("NOGROUP")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rediss_is_refused_by_name_without_the_feature_and_taken_with_it() {
+        assert!(check_scheme("redis://127.0.0.1:6379/").is_ok());
+        let r = check_scheme("rediss://u:secret@127.0.0.1:6380/");
+        if cfg!(feature = "tls") {
+            assert!(r.is_ok());
+        } else {
+            let e = r.unwrap_err().to_string();
+            assert!(e.contains("`tls` feature") && !e.contains("secret"), "{e}");
+        }
+        assert!(is_tls(" RediSS://x") && is_tls("valkeys://x") && !is_tls("redis://x"));
+    }
 }

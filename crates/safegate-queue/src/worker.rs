@@ -247,15 +247,17 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn beat(q: &Queue, name: &str, shared: &Shared, ttl: Duration) -> Result<(), QueueError> {
     let hb = format!("{}{name}", q.keys.hb_prefix);
     let ttl_ms = ttl.as_millis() as u64;
-    let _: i64 = q.fcall("sg_beat", &[&hb], &(&name, &ttl_ms)).await?;
-    let held: Vec<(usize, u32)> = {
+    let (lanes, held): (usize, Vec<(usize, u32)>) = {
         let s = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
-        s.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s))).collect()
+        (s.len(), s.iter().enumerate().filter_map(|(i, s)| s.map(|s| (i, s))).collect())
     };
+    // The heartbeat carries the lane count: lanes of an earlier run under this name beyond
+    // it are reaped at once (their jobs go back to the stream).
+    let _: i64 = q.fcall("sg_beat", &[&hb], &(&name, &ttl_ms, &lanes)).await?;
     for (i, slot) in held {
         let key = format!("{}{slot}", q.keys.slot_prefix);
         let consumer = format!("{name}/{i}");
-        let ok: i64 = q.fcall("sg_beat", &[&hb, &key], &(&consumer, &ttl_ms)).await?;
+        let ok: i64 = q.fcall("sg_beat", &[&hb, &key], &(&consumer, &ttl_ms, &lanes)).await?;
         if ok == 0 {
             let mut s = shared.slots.lock().unwrap_or_else(|p| p.into_inner());
             if s[i] == Some(slot) {

@@ -413,3 +413,66 @@ async fn an_acl_user_in_the_url_works_and_its_password_is_never_shown() {
         assert!(!e.contains("wrong-pw") && e.contains(&format!("127.0.0.1:{}", r.port)), "{e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_under_the_same_name_with_fewer_lanes_gets_every_held_job_back() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "shrunk").await.unwrap();
+    let p = q.producer::<u32>();
+    for n in 0..4 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    // Four lanes take one job each and hang; the worker is then killed (its task dropped),
+    // its 60-s heartbeat still alive.
+    let hang = tokio::spawn(
+        Worker::new(&q)
+            .name("same")
+            .lanes(4)
+            .heartbeat(Duration::from_secs(60))
+            .run(|_: Job<u32>| std::future::pending(), std::future::pending()),
+    );
+    wait_until("4 jobs held", Duration::from_secs(10), async || q.stats().await.unwrap().in_service == 4).await;
+    hang.abort();
+    let _ = hang.await;
+    // The same name comes back with one lane, well within the old heartbeat's life: lanes
+    // 1–3 are orphans (the heartbeat says one lane), their jobs come back at once.
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).name("same").lanes(1).heartbeat(Duration::from_secs(60)).run(
+        |_: Job<u32>| async { Ok(()) },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    wait_until("4 done by one lane", Duration::from_secs(10), async || q.stats().await.unwrap().completed == 4).await;
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+    let s = q.stats().await.unwrap();
+    assert!(s.balanced() && s.in_service == 0, "{s:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_newer_library_is_never_downgraded_and_another_wire_format_is_refused() {
+    use safegate_queue::{LIBRARY, LIBRARY_REVISION};
+    let r = common::Redis::start(false);
+    let cli = |lib: String| {
+        let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+        redis::cmd("FUNCTION").arg("LOAD").arg("REPLACE").arg(lib).query::<String>(&mut c).unwrap();
+        c
+    };
+    let revision = format!("local REVISION = {LIBRARY_REVISION}\n");
+    assert!(LIBRARY.contains(&revision), "library.lua and LIBRARY_REVISION disagree");
+    // A later revision, same wire: kept, and the queue works on it.
+    let mut c = cli(LIBRARY.replace(&revision, "local REVISION = 99\n"));
+    let q = Queue::connect(&r.url(), "newer").await.unwrap();
+    assert_eq!(redis::cmd("FCALL").arg("sg_revision").arg(0).query::<i64>(&mut c).unwrap(), 99);
+    assert!(q.producer::<u32>().enqueue(&1).await.unwrap().is_admitted());
+    // A later revision with another wire format: refused, by name.
+    cli(LIBRARY.replace(&revision, "local REVISION = 99\n").replace("local WIRE = 1\n", "local WIRE = 7\n"));
+    let e = Queue::connect(&r.url(), "newer").await.unwrap_err();
+    assert!(e.to_string().contains("wire version 7"), "{e}");
+    // An earlier revision: replaced.
+    let mut c = cli(LIBRARY.replace(&revision, "local REVISION = 1\n"));
+    Queue::connect(&r.url(), "newer").await.unwrap();
+    let rev: i64 = redis::cmd("FCALL").arg("sg_revision").arg(0).query(&mut c).unwrap();
+    assert_eq!(rev, LIBRARY_REVISION);
+}

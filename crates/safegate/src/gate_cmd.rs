@@ -13,10 +13,23 @@ use safegate_queue::{redact, Controller, Queue};
 /// Flags of `safegate gate`.
 #[derive(Debug, Args)]
 pub(crate) struct GateArgs {
-    /// The queue's Redis: `redis://[user:password@]host:port/db` (the password is never
-    /// printed).
+    /// The queue's Redis: `redis://[user:password@]host:port/db`, or `rediss://…` for TLS
+    /// (the password is never printed). With `--cluster`: one or more cluster nodes, comma
+    /// separated.
     #[arg(long, value_name = "URL")]
     redis: String,
+    /// The URL names nodes of a Redis Cluster (the others are discovered).
+    #[arg(long)]
+    cluster: bool,
+    /// TLS: the certificate authority to trust (PEM) instead of the system's roots.
+    #[arg(long, value_name = "FILE")]
+    tls_ca: Option<PathBuf>,
+    /// TLS: this process's certificate (PEM), for servers that ask for one (mutual TLS).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// TLS: the private key of `--tls-cert` (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
     /// The queue's name (1 to 64 of A-Z a-z 0-9 _ . -).
     #[arg(long, value_name = "NAME")]
     queue: String,
@@ -70,7 +83,7 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
     };
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
-        let queue = Queue::connect(&args.redis, &args.queue).await?;
+        let queue = connect(args).await?;
         let (controller, bounds) =
             Controller::with_boundary(&queue, &boundary, &args.policy.to_string(), args.capacity, args.workers)
                 .map_err(|e| anyhow!("{origin}: {e}"))?;
@@ -110,6 +123,31 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The queue on one server or a cluster, over TLS when any TLS file is given.
+async fn connect(args: &GateArgs) -> Result<Queue> {
+    let nodes: Vec<&str> = args.redis.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    if nodes.is_empty() {
+        bail!("--redis {:?}: expected a URL", args.redis);
+    }
+    if nodes.len() > 1 && !args.cluster {
+        bail!("--redis {}: several URLs name cluster nodes: add --cluster", redact(&args.redis));
+    }
+    let files = [&args.tls_ca, &args.tls_cert, &args.tls_key];
+    Ok(if files.iter().any(|f| f.is_some()) {
+        let tls =
+            safegate_queue::Tls::from_files(args.tls_ca.as_deref(), args.tls_cert.as_deref(), args.tls_key.as_deref())?;
+        if args.cluster {
+            Queue::connect_cluster_tls(&nodes, &args.queue, &tls).await?
+        } else {
+            Queue::connect_tls(nodes[0], &args.queue, &tls).await?
+        }
+    } else if args.cluster {
+        Queue::connect_cluster(&nodes, &args.queue).await?
+    } else {
+        Queue::connect(nodes[0], &args.queue).await?
+    })
 }
 
 /// JSON to stdout, text to stderr.

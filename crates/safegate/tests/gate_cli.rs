@@ -27,8 +27,15 @@ fn bad_flags_exit_2_naming_the_flag() {
         (vec!["--queue", "q", "--boundary", "/nonexistent.toml"], "/nonexistent.toml"),
         (vec!["--queue", "q", "--policy", "nonsense"], "nonsense"),
         (vec!["--queue", "q", "--duration", "1"], "connecting"),
+        (vec!["--queue", "q", "--tls-ca", "/nonexistent-ca.pem"], "/nonexistent-ca.pem"),
+        (vec!["--queue", "q", "--tls-cert", "/tmp/c.pem"], "--tls-key"),
+        (vec!["--queue", "q", "--tls-ca", "/etc/hostname"], "rediss://"),
+        (vec!["--queue", "q", "--redis", "redis://127.0.0.1:1/,redis://127.0.0.1:2/"], "--cluster"),
     ] {
-        let mut all = vec!["gate", "--redis", &dead];
+        let mut all = vec!["gate"];
+        if !args.contains(&"--redis") {
+            all.extend(["--redis", &dead]);
+        }
         all.extend(args.iter());
         let out = safegate(&all);
         let err = String::from_utf8_lossy(&out.stderr);

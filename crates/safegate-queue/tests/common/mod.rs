@@ -3,7 +3,7 @@
 #![allow(dead_code, unreachable_pub)]
 
 use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,6 +12,7 @@ pub struct Redis {
     pub port: u16,
     dir: PathBuf,
     args: Vec<String>,
+    tls: bool,
 }
 
 fn free_port() -> u16 {
@@ -38,7 +39,46 @@ impl Redis {
             args.extend(["--appendonly", "yes", "--appendfsync", "always"].map(String::from));
         }
         args.extend(extra.iter().map(|s| s.to_string()));
-        let mut r = Self { child: None, port, dir, args };
+        let mut r = Self { child: None, port, dir, args, tls: false };
+        r.spawn();
+        r
+    }
+
+    /// A server that speaks only TLS on its port, with these PEM files; `auth_clients`: it
+    /// asks for a client certificate signed by `ca`.
+    pub fn start_tls(cert: &Path, key: &Path, ca: &Path, auth_clients: bool) -> Self {
+        let path = |p: &Path| p.display().to_string();
+        let mut r = Self::start_with_port_arg(
+            "--tls-port",
+            &[
+                "--port",
+                "0",
+                "--tls-cert-file",
+                &path(cert),
+                "--tls-key-file",
+                &path(key),
+                "--tls-ca-cert-file",
+                &path(ca),
+                "--tls-auth-clients",
+                if auth_clients { "yes" } else { "no" },
+            ],
+        );
+        r.tls = true;
+        r
+    }
+
+    fn start_with_port_arg(port_arg: &str, extra: &[&str]) -> Self {
+        let port = free_port();
+        let dir = std::env::temp_dir().join(format!("sgq-redis-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut args: Vec<String> =
+            ["--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", "redis.log"]
+                .iter()
+                .map(|s| s.to_string())
+                .collect();
+        args.extend(extra.iter().map(|s| s.to_string()));
+        args.extend([port_arg.into(), port.to_string(), "--dir".into(), dir.display().to_string()]);
+        let mut r = Self { child: None, port, dir, args, tls: false };
         r.spawn();
         r
     }
@@ -62,7 +102,8 @@ impl Redis {
     }
 
     pub fn url(&self) -> String {
-        format!("redis://127.0.0.1:{}/", self.port)
+        let scheme = if self.tls { "rediss" } else { "redis" };
+        format!("{scheme}://127.0.0.1:{}/", self.port)
     }
 
     /// Stop (SIGTERM, flushing the append-only file) and start again on the same port.
@@ -103,34 +144,77 @@ pub fn python_with_redis() -> String {
 /// A Redis Cluster of `masters` primaries with one replica each, on free loopback ports.
 pub struct Cluster {
     pub nodes: Vec<Redis>,
+    tls_ca: Option<PathBuf>,
+    replicas: usize,
 }
 
 impl Cluster {
     pub fn start(masters: usize) -> Self {
-        let nodes: Vec<Redis> = (0..2 * masters)
-            .map(|_| {
-                Redis::start_with(
-                    false,
-                    &["--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--appendonly", "no"],
-                )
+        Self::start_inner(masters, 1, None)
+    }
+
+    /// A cluster that speaks only TLS (clients, and the cluster bus), `masters` primaries
+    /// without replicas; `pki`: the server's certificate, its key, the CA.
+    pub fn start_tls(masters: usize, pki: (&Path, &Path, &Path)) -> Self {
+        Self::start_inner(masters, 0, Some(pki))
+    }
+
+    fn start_inner(masters: usize, replicas: usize, pki: Option<(&Path, &Path, &Path)>) -> Self {
+        let base = ["--cluster-enabled", "yes", "--cluster-node-timeout", "2000", "--appendonly", "no"];
+        let nodes: Vec<Redis> = (0..masters * (1 + replicas))
+            .map(|_| match pki {
+                None => Redis::start_with(false, &base),
+                Some((cert, key, ca)) => {
+                    let path = |p: &Path| p.display().to_string();
+                    let (cert, key, ca) = (path(cert), path(key), path(ca));
+                    let mut extra: Vec<&str> = base.to_vec();
+                    extra.extend([
+                        "--port",
+                        "0",
+                        "--tls-cluster",
+                        "yes",
+                        "--tls-replication",
+                        "yes",
+                        "--tls-cert-file",
+                        &cert,
+                        "--tls-key-file",
+                        &key,
+                        "--tls-ca-cert-file",
+                        &ca,
+                        "--tls-auth-clients",
+                        "no",
+                    ]);
+                    let mut r = Redis::start_with_port_arg("--tls-port", &extra);
+                    r.tls = true;
+                    r
+                }
             })
             .collect();
-        let addrs: Vec<String> = nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
-        let out = Command::new("redis-cli")
-            .arg("--cluster")
-            .arg("create")
-            .args(&addrs)
-            .args(["--cluster-replicas", "1", "--cluster-yes"])
-            .output()
-            .expect("redis-cli");
+        let c = Self { nodes, tls_ca: pki.map(|(_, _, ca)| ca.to_path_buf()), replicas: masters * replicas };
+        let addrs: Vec<String> = c.nodes.iter().map(|n| format!("127.0.0.1:{}", n.port)).collect();
+        let mut create = c.redis_cli();
+        create.arg("--cluster").arg("create").args(&addrs).args([
+            "--cluster-replicas",
+            &replicas.to_string(),
+            "--cluster-yes",
+        ]);
+        let out = output_within(create, Duration::from_secs(60));
         assert!(out.status.success(), "cluster create: {}", String::from_utf8_lossy(&out.stdout));
-        let c = Self { nodes };
         c.wait_ok();
         c
     }
 
+    /// `redis-cli`, with `--tls --cacert` on a TLS cluster.
+    fn redis_cli(&self) -> Command {
+        let mut cmd = Command::new("redis-cli");
+        if let Some(ca) = &self.tls_ca {
+            cmd.arg("--tls").arg("--cacert").arg(ca);
+        }
+        cmd
+    }
+
     pub fn cli(&self, port: u16, args: &[&str]) -> String {
-        let out = Command::new("redis-cli").arg("-p").arg(port.to_string()).args(args).output().expect("redis-cli");
+        let out = self.redis_cli().arg("-p").arg(port.to_string()).args(args).output().expect("redis-cli");
         String::from_utf8_lossy(&out.stdout).to_string()
     }
 
@@ -144,7 +228,7 @@ impl Cluster {
             }
         }
         // And the first node knows every replica.
-        let want = self.nodes.len() / 2;
+        let want = self.replicas;
         while self.cli(self.nodes[0].port, &["CLUSTER", "NODES"]).lines().filter(|l| l.contains("slave")).count() < want
         {
             assert!(Instant::now() < deadline, "replicas not known");
@@ -184,6 +268,22 @@ impl Cluster {
             .expect("a replica");
         (port, replica)
     }
+}
+
+/// Run `cmd` to its end, or kill it and fail after `limit` (`redis-cli --cluster create`
+/// waits for ever on nodes that cannot reach each other).
+fn output_within(mut cmd: Command, limit: Duration) -> std::process::Output {
+    let mut child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("redis-cli");
+    let deadline = Instant::now() + limit;
+    while child.try_wait().expect("waiting for redis-cli").is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let out = child.wait_with_output().expect("redis-cli");
+            panic!("{cmd:?}: not done within {limit:?}: {}", String::from_utf8_lossy(&out.stdout));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().expect("redis-cli")
 }
 
 fn port_of(addr: &str) -> u16 {
