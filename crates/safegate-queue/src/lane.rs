@@ -19,6 +19,8 @@ pub(crate) struct Lane {
     pub(crate) consumer: String,
     pub(crate) i: usize,
     pub(crate) shared: Arc<Shared>,
+    /// A handler running longer is stopped and its attempt failed (retried).
+    pub(crate) timeout: Option<Duration>,
 }
 
 /// One delivery as read from the stream.
@@ -166,9 +168,12 @@ impl Lane {
                 // Its own task: a handler that panics fails its attempt, not the lane; aborted
                 // with the lane (a worker dropped or out of drain time leaves no handler behind).
                 let mut task = AbortOnDrop(tokio::spawn(handler(job)));
-                match (&mut task.0).await {
-                    Ok(r) => r,
-                    Err(e) => Err(JobError::retry(format!("the handler panicked: {e}"))),
+                let limit = self.timeout.unwrap_or(Duration::MAX);
+                match tokio::time::timeout(limit, &mut task.0).await {
+                    Ok(Ok(r)) => r,
+                    Ok(Err(e)) => Err(JobError::retry(format!("the handler panicked: {e}"))),
+                    // The task is aborted when `task` drops at the end of this block.
+                    Err(_) => Err(JobError::retry(format!("the handler ran past the job timeout of {limit:?}"))),
                 }
             }
         };

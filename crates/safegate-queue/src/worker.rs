@@ -99,6 +99,7 @@ pub struct Worker {
     heartbeat: Duration,
     poll: Duration,
     drain: Duration,
+    job_timeout: Option<Duration>,
 }
 
 #[derive(Debug, Default)]
@@ -129,6 +130,7 @@ impl Worker {
             heartbeat: Duration::from_secs(5),
             poll: Duration::from_millis(500),
             drain: Duration::from_secs(30),
+            job_timeout: None,
         }
     }
 
@@ -153,6 +155,14 @@ impl Worker {
         self
     }
 
+    /// Stop a handler that runs longer than `d` (its task is aborted) and fail the attempt:
+    /// it is retried with backoff, and dead-lettered after `max_attempts` like any failure.
+    /// Default: no limit (a handler that never returns holds its lane).
+    pub fn job_timeout(mut self, d: Duration) -> Self {
+        self.job_timeout = Some(d);
+        self
+    }
+
     /// How long shutdown waits for the jobs in flight to finish.
     pub fn drain(mut self, d: Duration) -> Self {
         self.drain = d;
@@ -165,6 +175,9 @@ impl Worker {
         }
         if crate::keys::check_name(&self.name).is_err() {
             return Err(QueueError::setting("worker name", format!("{:?}", self.name), "1 to 64 of A-Z a-z 0-9 _ . -"));
+        }
+        if self.job_timeout.is_some_and(|d| d.is_zero()) {
+            return Err(QueueError::setting("job timeout", "0 s", "more than 0"));
         }
         if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&self.heartbeat) {
             return Err(QueueError::setting("heartbeat", format!("{:?}", self.heartbeat), "0.1 s to 1 h"));
@@ -198,8 +211,13 @@ impl Worker {
         let mut lanes = tokio::task::JoinSet::new();
         for i in 0..self.lanes {
             let reader = self.queue.dedicated().await?;
-            let lane =
-                Lane { queue: self.queue.clone(), consumer: format!("{}/{i}", self.name), i, shared: shared.clone() };
+            let lane = Lane {
+                queue: self.queue.clone(),
+                consumer: format!("{}/{i}", self.name),
+                i,
+                shared: shared.clone(),
+                timeout: self.job_timeout,
+            };
             let (h, poll, ttl) = (handler.clone(), self.poll, self.heartbeat);
             lanes.spawn(async move { lane.run(reader, h, poll, ttl).await });
         }

@@ -476,3 +476,57 @@ async fn a_newer_library_is_never_downgraded_and_another_wire_format_is_refused(
     let rev: i64 = redis::cmd("FCALL").arg("sg_revision").arg(0).query(&mut c).unwrap();
     assert_eq!(rev, LIBRARY_REVISION);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_past_the_job_timeout_is_stopped_retried_then_dead_lettered() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "slow").await.unwrap();
+    q.configure(&QueueConfig {
+        max_attempts: 2,
+        backoff: Duration::from_millis(20),
+        backoff_max: Duration::from_millis(50),
+        ..QueueConfig::default()
+    })
+    .await
+    .unwrap();
+    let p = q.producer::<u32>();
+    // Job 0 hangs on its first attempt only; job 1 hangs on every attempt.
+    for n in 0..2 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let running = Arc::new(AtomicU32::new(0));
+    let r2 = running.clone();
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(2).job_timeout(Duration::from_millis(200)).run(
+        move |job: Job<u32>| {
+            let running = r2.clone();
+            async move {
+                if job.payload == 1 || job.attempt == 1 {
+                    running.fetch_add(1, Ordering::SeqCst);
+                    // Decremented only if the task is not aborted at the timeout.
+                    std::future::pending::<()>().await;
+                    running.fetch_sub(1, Ordering::SeqCst);
+                }
+                Ok(())
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    wait_until("both settled", Duration::from_secs(10), async || {
+        let s = q.stats().await.unwrap();
+        s.completed + s.dead == 2
+    })
+    .await;
+    stop.send(()).unwrap();
+    let report = w.await.unwrap().unwrap();
+    let s = q.stats().await.unwrap();
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!((s.completed, s.dead, report.retried), (1, 1, 2), "{s:?} {report:?}");
+    // Three attempts hung; each was stopped at the timeout and its lane went on.
+    assert_eq!(running.load(Ordering::SeqCst), 3);
+    let dead = q.dead_letters(10).await.unwrap();
+    assert!(dead[0].error.contains("job timeout"), "{dead:?}");
+    assert!(Worker::new(&q).job_timeout(Duration::ZERO).run(|_: Job<u32>| async { Ok(()) }, async {}).await.is_err());
+}
