@@ -11,7 +11,7 @@ use serde::de::DeserializeOwned;
 
 use crate::conn::Con;
 use crate::keys::GROUP;
-use crate::worker::{AbortOnDrop, Shared};
+use crate::worker::Shared;
 use crate::{Job, JobError, Queue, QueueError};
 
 pub(crate) struct Lane {
@@ -165,14 +165,21 @@ impl Lane {
                     attempt: d.attempt,
                     enqueued_at: UNIX_EPOCH + Duration::from_micros(d.at_us),
                 };
-                // Its own task: a handler that panics fails its attempt, not the lane; aborted
-                // with the lane (a worker dropped or out of drain time leaves no handler behind).
-                let mut task = AbortOnDrop(tokio::spawn(handler(job)));
+                // Run in the lane's task, its panics caught: a handler that panics fails its
+                // attempt, not the lane; dropped with the lane (a worker dropped or out of
+                // drain time leaves no handler behind) or at the timeout. (A task per job
+                // cost a spawn and a wake-up per job for the same guarantees.)
                 let limit = self.timeout.unwrap_or(Duration::MAX);
-                match tokio::time::timeout(limit, &mut task.0).await {
+                let called = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| handler(job)));
+                let run = async move {
+                    match called {
+                        Ok(fut) => tokio::time::timeout(limit, CatchUnwind(Box::pin(fut))).await,
+                        Err(panic) => Ok(Err(panic)),
+                    }
+                };
+                match run.await {
                     Ok(Ok(r)) => r,
-                    Ok(Err(e)) => Err(JobError::retry(format!("the handler panicked: {e}"))),
-                    // The task is aborted when `task` drops at the end of this block.
+                    Ok(Err(panic)) => Err(JobError::retry(format!("the handler panicked: {}", panic_message(&*panic)))),
                     Err(_) => Err(JobError::retry(format!("the handler ran past the job timeout of {limit:?}"))),
                 }
             }
@@ -238,4 +245,29 @@ fn jitter(id: &str) -> f64 {
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;
     (h >> 11) as f64 / (1u64 << 53) as f64
+}
+
+/// A future whose panic is its output's `Err` (the payload).
+struct CatchUnwind<F>(std::pin::Pin<Box<F>>);
+
+impl<F: Future> Future for CatchUnwind<F> {
+    type Output = Result<F::Output, Box<dyn std::any::Any + Send>>;
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<Self::Output> {
+        let fut = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| fut.poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        }
+    }
+}
+
+/// A panic's message, when it has one.
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }

@@ -530,3 +530,34 @@ async fn a_handler_past_the_job_timeout_is_stopped_retried_then_dead_lettered() 
     assert!(dead[0].error.contains("job timeout"), "{dead:?}");
     assert!(Worker::new(&q).job_timeout(Duration::ZERO).run(|_: Job<u32>| async { Ok(()) }, async {}).await.is_err());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_panics_fails_its_attempt_not_its_lane() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "panicky").await.unwrap();
+    q.configure(&QueueConfig { backoff: Duration::from_millis(20), ..QueueConfig::default() }).await.unwrap();
+    let p = q.producer::<u32>();
+    for n in 0..20 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let (stop, stopped) = oneshot::channel::<()>();
+    // One lane: every job's first attempt panics, in the handler's call and in its future.
+    let w = tokio::spawn(Worker::new(&q).lanes(1).run(
+        |job: Job<u32>| {
+            assert!(job.attempt > 1 || job.payload % 2 == 0, "a panic in the call");
+            async move {
+                assert!(job.attempt > 1, "a panic in the future");
+                Ok(())
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    wait_until("20 done", Duration::from_secs(20), async || q.stats().await.unwrap().completed == 20).await;
+    stop.send(()).unwrap();
+    let report = w.await.unwrap().unwrap();
+    assert_eq!((report.completed, report.retried), (20, 20), "{report:?}");
+    let s = q.stats().await.unwrap();
+    assert!(s.balanced(), "{s:?}");
+}
