@@ -544,7 +544,7 @@ async fn a_handler_that_panics_fails_its_attempt_not_its_lane() {
     // One lane: every job's first attempt panics, in the handler's call and in its future.
     let w = tokio::spawn(Worker::new(&q).lanes(1).run(
         |job: Job<u32>| {
-            assert!(job.attempt > 1 || job.payload % 2 == 0, "a panic in the call");
+            assert!(job.attempt > 1 || job.payload.is_multiple_of(2), "a panic in the call");
             async move {
                 assert!(job.attempt > 1, "a panic in the future");
                 Ok(())
