@@ -185,6 +185,46 @@ impl Worker {
         Ok(())
     }
 
+    /// [`Worker::run`] with a [`tower::Service`](tower_service::Service) as the handler:
+    /// each job goes to a clone of `service`, once it is ready, so tower's layers (timeouts,
+    /// rate limits, retries of your own, tracing) wrap a job as they wrap a request. Its
+    /// error converts into a [`JobError`] (any `std::error::Error` converts as a retry; map
+    /// tower's boxed errors with `map_err`).
+    ///
+    /// ```no_run
+    /// # async fn demo(queue: safegate_queue::Queue) -> Result<(), safegate_queue::QueueError> {
+    /// use safegate_queue::{Job, JobError, Worker};
+    /// let service = tower::service_fn(|job: Job<String>| async move {
+    ///     println!("sending {}", job.payload);
+    ///     Ok::<(), JobError>(())
+    /// });
+    /// Worker::new(&queue).run_service(service, async { let _ = tokio::signal::ctrl_c().await; }).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn run_service<T, S>(
+        self,
+        service: S,
+        shutdown: impl Future<Output = ()>,
+    ) -> Result<WorkerReport, QueueError>
+    where
+        T: DeserializeOwned + Send + 'static,
+        S: tower_service::Service<Job<T>, Response = ()> + Clone + Send + Sync + 'static,
+        S::Future: Send + 'static,
+        S::Error: Into<JobError> + 'static,
+    {
+        self.run(
+            move |job: Job<T>| {
+                let mut svc = service.clone();
+                async move {
+                    std::future::poll_fn(|cx| svc.poll_ready(cx)).await.map_err(Into::into)?;
+                    svc.call(job).await.map_err(Into::into)
+                }
+            },
+            shutdown,
+        )
+        .await
+    }
+
     /// Run `handler` on the queue's jobs until `shutdown` completes, then stop taking
     /// jobs and wait for those in flight (at most the drain time). Returns what it did.
     ///

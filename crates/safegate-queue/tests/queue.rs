@@ -561,3 +561,43 @@ async fn a_handler_that_panics_fails_its_attempt_not_its_lane() {
     let s = q.stats().await.unwrap();
     assert!(s.balanced(), "{s:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tower_service_is_a_handler_with_its_layers() {
+    use tower::ServiceBuilder;
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "served").await.unwrap();
+    q.configure(&QueueConfig { backoff: Duration::from_millis(20), ..QueueConfig::default() }).await.unwrap();
+    let p = q.producer::<u32>();
+    for n in 0..30 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let in_service = Arc::new(AtomicU32::new(0));
+    let most = Arc::new(AtomicU32::new(0));
+    let (i, m) = (in_service.clone(), most.clone());
+    // A layer limits the jobs in service across 8 lanes to 2; odd jobs fail their first
+    // attempt with an error of the service's own type.
+    let service = ServiceBuilder::new().concurrency_limit(2).service(tower::service_fn(move |job: Job<u32>| {
+        let (i, m) = (i.clone(), m.clone());
+        async move {
+            let now = i.fetch_add(1, Ordering::SeqCst) + 1;
+            m.fetch_max(now, Ordering::SeqCst);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            i.fetch_sub(1, Ordering::SeqCst);
+            if job.payload % 2 == 1 && job.attempt == 1 {
+                return Err(std::io::Error::other("first attempt"));
+            }
+            Ok(())
+        }
+    }));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(8).run_service(service, async move {
+        let _ = stopped.await;
+    }));
+    wait_until("30 done", Duration::from_secs(20), async || q.stats().await.unwrap().completed == 30).await;
+    stop.send(()).unwrap();
+    let report = w.await.unwrap().unwrap();
+    assert_eq!((report.completed, report.retried), (30, 15), "{report:?}");
+    assert!(most.load(Ordering::SeqCst) <= 2, "{} in service at once", most.load(Ordering::SeqCst));
+    assert!(q.stats().await.unwrap().balanced());
+}
