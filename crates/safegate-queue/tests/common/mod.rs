@@ -26,22 +26,12 @@ impl Redis {
     }
 
     pub fn start_with(persistent: bool, extra: &[&str]) -> Self {
-        let port = free_port();
-        let dir = std::env::temp_dir().join(format!("sgq-redis-{}-{port}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut args: Vec<String> =
-            ["--bind", "127.0.0.1", "--save", "", "--daemonize", "no", "--logfile", "redis.log"]
-                .iter()
-                .map(|s| s.to_string())
-                .collect();
-        args.extend(["--port".into(), port.to_string(), "--dir".into(), dir.display().to_string()]);
+        let mut all: Vec<&str> = Vec::new();
         if persistent {
-            args.extend(["--appendonly", "yes", "--appendfsync", "always"].map(String::from));
+            all.extend(["--appendonly", "yes", "--appendfsync", "always"]);
         }
-        args.extend(extra.iter().map(|s| s.to_string()));
-        let mut r = Self { child: None, port, dir, args, tls: false };
-        r.spawn();
-        r
+        all.extend(extra);
+        Self::start_with_port_arg("--port", &all)
     }
 
     /// A server that speaks only TLS on its port, with these PEM files; `auth_clients`: it
