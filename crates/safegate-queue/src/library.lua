@@ -22,7 +22,7 @@
 
 local WIRE = 1
 -- This library's revision: a component never replaces a newer one it finds loaded.
-local REVISION = 2
+local REVISION = 3
 
 local function now_us()
   local t = redis.call('TIME')
@@ -73,17 +73,32 @@ local function grant(gate, config, now)
   return share, bound, mode, num(g[4], 1000000), num(g[5], 1000)
 end
 
--- FCALL sg_enqueue 5 jobs gate config count delayed payload
+-- FCALL sg_enqueue 5 jobs gate config count delayed payload [u]
 -- Returns {code, id, retry_after_us, mode}: code 0 admitted (id: the stream id), 1 turned
 -- away by the controller's admission share, 2 the backlog is at its bound.
+-- The share passes offers by error diffusion (exactly `share` of them, evenly spread); with
+-- `u`, a uniform draw in [0, 1) made by the producer, by a coin instead: admitted iff
+-- u < share (the seed's model of the gate; u = 0 always passes the share, never the bound).
 local function enqueue(keys, args)
   local jobs, gate, config, count, delayed = keys[1], keys[2], keys[3], keys[4], keys[5]
   local payload = args[1]
   if payload == nil then return redis.error_reply('sg_enqueue: missing the payload (ARGV[1])') end
+  local u = nil
+  if args[2] ~= nil then
+    u = tonumber(args[2])
+    if u == nil or u ~= u or u < 0 or u >= 1 then
+      return redis.error_reply('sg_enqueue: the draw u (ARGV[2]) must be a number in [0, 1), got ' .. string.sub(args[2], 1, 40))
+    end
+  end
   local now = now_us()
   local share, bound, mode, retry_us, job_us = grant(gate, config, now)
   redis.call('HINCRBY', count, 'offered', 1)
-  if share < 1 then
+  if u ~= nil then
+    if u >= share then
+      redis.call('HINCRBY', count, 'rejected_share', 1)
+      return {1, '', retry_us, mode}
+    end
+  elseif share < 1 then
     -- Error diffusion, not a coin: exactly `share` of the offers pass, evenly spread.
     local credit = num(redis.call('HGET', gate, 'credit'), 0) + math.max(share, 0)
     if credit < 1 then

@@ -116,7 +116,38 @@ impl<T: Serialize> Producer<T> {
     pub async fn enqueue_json(&self, payload: &str) -> Result<Admission, QueueError> {
         let q = &self.queue;
         let v: Vec<Value> = q.fcall("sg_enqueue", &q.keys.enqueue(), &payload).await?;
-        parse_admission(&v).ok_or_else(|| QueueError::Protocol {
+        self.answer(&v)
+    }
+
+    /// Offer `job` with your own draw `u` in \[0, 1) for the admission share: admitted
+    /// when `u < share` (a coin, as in the seed's model of the gate), where
+    /// [`Producer::enqueue`] passes exactly `share` of the offers, evenly spread. A seeded
+    /// draw makes a run reproducible; `u = 0` always passes the share (a retry that goes
+    /// around the gate), never the bound.
+    ///
+    /// ```no_run
+    /// # async fn demo(producer: safegate_queue::Producer<String>) -> Result<(), safegate_queue::QueueError> {
+    /// let admission = producer.enqueue_drawn(&"a job".to_string(), 0.25).await?;
+    /// # Ok(()) }
+    /// ```
+    pub async fn enqueue_drawn(&self, job: &T, u: f64) -> Result<Admission, QueueError> {
+        let payload = serde_json::to_string(job).map_err(QueueError::Encode)?;
+        self.enqueue_json_drawn(&payload, u).await
+    }
+
+    /// [`Producer::enqueue_drawn`] with a payload already encoded.
+    pub async fn enqueue_json_drawn(&self, payload: &str, u: f64) -> Result<Admission, QueueError> {
+        if !(0.0..1.0).contains(&u) {
+            return Err(QueueError::setting("draw u", u, "a number in [0, 1)"));
+        }
+        let q = &self.queue;
+        let v: Vec<Value> = q.fcall("sg_enqueue", &q.keys.enqueue(), &(payload, u)).await?;
+        self.answer(&v)
+    }
+
+    fn answer(&self, v: &[Value]) -> Result<Admission, QueueError> {
+        let q = &self.queue;
+        parse_admission(v).ok_or_else(|| QueueError::Protocol {
             url: q.url.clone(),
             what: "sg_enqueue".into(),
             answer: format!("{v:?}").chars().take(200).collect(),

@@ -146,6 +146,61 @@ async fn the_share_admits_exactly_its_fraction_and_the_grant_freezes_then_falls_
     assert_eq!(s.in_stream, 40, "{s:?} ({fallback} admitted in fallback)");
 }
 
+/// A producer's own draw: a coin under the share, beside the error diffusion.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_producers_own_draw_is_a_coin_under_the_share() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "shared").await.unwrap();
+    let policy = Fixed(Action { admit: 0.25, concurrency: None, shed_retries: false });
+    let c = Controller::new(&q, Box::new(policy), 1000).period(Duration::from_millis(20));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let h = tokio::spawn(c.run(async move {
+        let _ = stopped.await;
+    }));
+    wait_until("a grant", Duration::from_secs(5), async || q.grant().await.unwrap().is_some()).await;
+    let p = q.producer::<u32>();
+    // A draw of the producer's own: a coin, admitted iff u < share, and the diffusion's
+    // credit left as it was (the next hundred plain offers are a quarter again).
+    let mut drawn = Vec::new();
+    for k in 0..100u32 {
+        drawn.push(p.enqueue_drawn(&k, f64::from(k) / 100.0).await.unwrap().is_admitted());
+    }
+    assert_eq!(drawn.iter().position(|a| !a), Some(25), "{drawn:?}");
+    assert_eq!(drawn.iter().filter(|a| **a).count(), 25);
+    let plain = share_rejections(&p, 100).await;
+    assert_eq!(plain, 75);
+    // A draw outside [0, 1) is refused by name, here and by the server.
+    for bad in [1.0, -0.1, f64::NAN] {
+        let e = p.enqueue_drawn(&0, bad).await.unwrap_err().to_string();
+        assert!(e.contains("draw u"), "{e}");
+    }
+    let mut con = redis::Client::open(r.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> =
+        ["jobs", "gate", "config", "count", "delayed"].iter().map(|k| format!("sg:{{shared}}:{k}")).collect();
+    let e = redis::cmd("FCALL")
+        .arg("sg_enqueue")
+        .arg(5)
+        .arg(&keys)
+        .arg("{}")
+        .arg("half")
+        .query_async::<redis::Value>(&mut con)
+        .await
+        .unwrap_err();
+    assert!(e.to_string().contains("must be a number in [0, 1)"), "{e}");
+    stop.send(()).unwrap();
+    h.await.unwrap().unwrap();
+}
+
+/// Plain offers of `n` jobs; how many the share turned away.
+async fn share_rejections(p: &safegate_queue::Producer<u32>, n: u32) -> usize {
+    let mut by_share = 0;
+    for k in 0..n {
+        let a = p.enqueue(&k).await.unwrap();
+        by_share += usize::from(matches!(a, Admission::Rejected { reason: Reason::Share, .. }));
+    }
+    by_share
+}
+
 /// The gate's bound is the decision core's GrantKeeper for one gate (hybrid, no learning
 /// period: one gate has no fleet to share with): the same limit through a sequence of
 /// grants, silences and expiries.
