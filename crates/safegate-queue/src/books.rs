@@ -120,4 +120,23 @@ impl Queue {
             .map_err(self.err("reading the dead letters"))?;
         Ok(v.iter().filter_map(|s| serde_json::from_slice(s).ok()).collect())
     }
+
+    /// Take the oldest `n` dead letters off the list (one `RPOP`, atomic), oldest first: a
+    /// consumer of failures (a client that retries them itself, an alerting job) gets each
+    /// letter once. The books are left alone (`dead` and `failed` are counters; the list is
+    /// not part of [`Stats::balanced`](crate::Stats::balanced)); letters that do not parse
+    /// are taken and skipped.
+    pub async fn take_dead_letters(&self, n: usize) -> Result<Vec<DeadLetter>, QueueError> {
+        if n == 0 {
+            return Ok(Vec::new());
+        }
+        let mut c = self.con.clone();
+        let v: Option<Vec<Vec<u8>>> = redis::cmd("RPOP")
+            .arg(&self.keys.dead)
+            .arg(n)
+            .query_async(&mut c)
+            .await
+            .map_err(self.err("taking the dead letters"))?;
+        Ok(v.unwrap_or_default().iter().filter_map(|s| serde_json::from_slice(s).ok()).collect())
+    }
 }

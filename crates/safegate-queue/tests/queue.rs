@@ -308,6 +308,16 @@ async fn failures_are_retried_with_backoff_then_dead_lettered() {
     let dead = q.dead_letters(10).await.unwrap();
     assert_eq!(dead.len(), 4);
     assert!(dead.iter().any(|d| d.error.contains("does not decode")), "{dead:?}");
+    // Taken oldest first, each once; the books stay as they were.
+    let first = q.take_dead_letters(3).await.unwrap();
+    let rest = q.take_dead_letters(10).await.unwrap();
+    assert_eq!((first.len(), rest.len()), (3, 1));
+    let taken: Vec<_> = first.iter().chain(&rest).map(|d| d.id.clone()).collect();
+    let oldest_first: Vec<_> = dead.iter().rev().map(|d| d.id.clone()).collect();
+    assert_eq!(taken, oldest_first);
+    assert!(q.take_dead_letters(10).await.unwrap().is_empty());
+    assert!(q.dead_letters(10).await.unwrap().is_empty());
+    assert_eq!(q.stats().await.unwrap(), s);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
