@@ -31,6 +31,13 @@ struct Delivery {
     at_us: u64,
 }
 
+/// A handler's outcome, to be recorded.
+struct Outcome {
+    id: String,
+    result: Result<(), JobError>,
+    service_us: u64,
+}
+
 impl Lane {
     fn slot(&self) -> Option<u32> {
         self.shared.slots.lock().unwrap_or_else(|p| p.into_inner())[self.i]
@@ -87,27 +94,60 @@ impl Lane {
         // its own pending entries first (`XREADGROUP … 0`) and runs them again (at least
         // once), until none.
         let mut own = true;
+        // The last job's outcome is recorded beside the next read and the next handler (in
+        // this task, no spawn), so two jobs are one round trip to Redis apart, not two; at
+        // most one outcome is outstanding, and its job stays pending until it is recorded.
+        let mut unrecorded: Option<Outcome> = None;
         while !self.shared.stop.load(Ordering::SeqCst) {
-            let step = async {
+            let next = async {
                 if !self.admitted(ttl).await? {
-                    // No slot free: wait a little (or for shutdown).
-                    let _ = tokio::time::timeout(Duration::from_millis(50), self.shared.stopped.notified()).await;
-                    return Ok(());
+                    // No slot free: wait until the published concurrency changes, a little
+                    // (a slot freed elsewhere), or shutdown.
+                    let changed = self.shared.conc_changed.notified();
+                    let stopped = self.shared.stopped.notified();
+                    let _ = tokio::time::timeout(Duration::from_millis(50), async {
+                        tokio::select! {
+                            _ = changed => {}
+                            _ = stopped => {}
+                        }
+                    })
+                    .await;
+                    return Ok::<_, QueueError>(None);
                 }
                 match self.fetch(&mut reader, poll, own).await? {
-                    Some(d) => self.process(d, &*handler).await?,
-                    None => own = false,
+                    Some(d) => Ok(Some(self.handle(d, &*handler).await)),
+                    None => {
+                        own = false;
+                        Ok(None)
+                    }
                 }
-                Ok::<(), QueueError>(())
             };
-            if step.await.is_err() {
-                own = true;
-                self.shared.errors.fetch_add(1, Ordering::Relaxed);
-                let _ = tokio::time::timeout(Duration::from_millis(200), self.shared.stopped.notified()).await;
-                if let Ok(r) = self.queue.dedicated().await {
-                    reader = r;
+            let record = async {
+                match unrecorded.take() {
+                    Some(o) => self.record(o).await,
+                    None => Ok(()),
+                }
+            };
+            let (recorded, next) = tokio::join!(record, next);
+            let failed = recorded.is_err();
+            match next {
+                Ok(o) => unrecorded = o,
+                Err(_) => {
+                    own = true;
+                    self.shared.errors.fetch_add(1, Ordering::Relaxed);
+                    let _ = tokio::time::timeout(Duration::from_millis(200), self.shared.stopped.notified()).await;
+                    if let Ok(r) = self.queue.dedicated().await {
+                        reader = r;
+                    }
                 }
             }
+            if failed {
+                // Only at shutdown (recording retries until then): the job stays pending.
+                break;
+            }
+        }
+        if let Some(o) = unrecorded.take() {
+            let _ = self.record(o).await;
         }
         if let Some(s) = self.slot() {
             self.release(s).await;
@@ -149,14 +189,15 @@ impl Lane {
         }))
     }
 
-    async fn process<T, H, F>(&self, d: Delivery, handler: &H) -> Result<(), QueueError>
+    /// Run the handler on a delivery (its panics caught, within the job timeout).
+    async fn handle<T, H, F>(&self, d: Delivery, handler: &H) -> Outcome
     where
         T: DeserializeOwned + Send + 'static,
         H: Fn(Job<T>) -> F,
         F: Future<Output = Result<(), JobError>> + Send + 'static,
     {
         let start = std::time::Instant::now();
-        let outcome = match serde_json::from_str::<T>(&d.payload) {
+        let result = match serde_json::from_str::<T>(&d.payload) {
             Err(e) => Err(JobError::fatal(format!("the payload does not decode: {e}"))),
             Ok(payload) => {
                 let job = Job {
@@ -184,22 +225,26 @@ impl Lane {
                 }
             }
         };
-        let service = start.elapsed().as_micros() as u64;
+        Outcome { id: d.id, result, service_us: start.elapsed().as_micros() as u64 }
+    }
+
+    /// Record an outcome (`sg_ack` or `sg_fail`) and count it.
+    async fn record(&self, o: Outcome) -> Result<(), QueueError> {
         let q = &self.queue;
         let s = &self.shared;
-        match outcome {
+        match o.result {
             Ok(()) => {
                 let keys = [&*q.keys.jobs, &q.keys.count];
-                let args = (&d.id, GROUP, service);
-                let n: i64 = self.record(|| q.fcall("sg_ack", &keys, &args)).await?;
+                let args = (&o.id, GROUP, o.service_us);
+                let n: i64 = self.retrying(|| q.fcall("sg_ack", &keys, &args)).await?;
                 if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
                 let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config];
                 let fatal = if e.is_fatal() { "1" } else { "0" };
-                let u = jitter(&d.id);
-                let args = (&d.id, GROUP, e.message(), fatal, service, u);
-                let n: i64 = self.record(|| q.fcall("sg_fail", &keys, &args)).await?;
+                let u = jitter(&o.id);
+                let args = (&o.id, GROUP, e.message(), fatal, o.service_us, u);
+                let n: i64 = self.retrying(|| q.fcall("sg_fail", &keys, &args)).await?;
                 match n {
                     1 => &s.retried,
                     2 => &s.dead,
@@ -217,7 +262,7 @@ impl Lane {
     /// recorded or the worker stops; a job whose outcome was never recorded stays pending
     /// under this lane, and is run again (at least once) by the next run of this worker or
     /// given back by a reaper once its heartbeat has expired.
-    async fn record<Fut>(&self, call: impl Fn() -> Fut) -> Result<i64, QueueError>
+    async fn retrying<Fut>(&self, call: impl Fn() -> Fut) -> Result<i64, QueueError>
     where
         Fut: Future<Output = Result<i64, QueueError>>,
     {

@@ -98,6 +98,7 @@ pub struct Worker {
     name: String,
     heartbeat: Duration,
     poll: Duration,
+    grant_poll: Option<Duration>,
     drain: Duration,
     job_timeout: Option<Duration>,
 }
@@ -108,6 +109,8 @@ pub(crate) struct Shared {
     pub(crate) stopped: Notify,
     /// The concurrency published (−1: all lanes).
     pub(crate) conc: AtomicI64,
+    /// Fired when `conc` changes: lanes waiting for a slot try again at once.
+    pub(crate) conc_changed: Notify,
     /// Each lane's worker slot.
     pub(crate) slots: Mutex<Vec<Option<u32>>>,
     pub(crate) completed: AtomicU64,
@@ -129,6 +132,7 @@ impl Worker {
             name: format!("w{}-{:x}", std::process::id(), t & 0xff_ffff),
             heartbeat: Duration::from_secs(5),
             poll: Duration::from_millis(500),
+            grant_poll: None,
             drain: Duration::from_secs(30),
             job_timeout: None,
         }
@@ -163,6 +167,23 @@ impl Worker {
         self
     }
 
+    /// How long a lane's read of the stream blocks when no job waits (1 ms to 60 s; default
+    /// 500 ms). Shutdown waits at most this long for an idle lane; a shorter block costs a
+    /// round trip to Redis per lane each time it runs out.
+    pub fn poll(mut self, d: Duration) -> Self {
+        self.poll = d;
+        self
+    }
+
+    /// How often the concurrency the controller publishes is read (1 ms to 60 s; default:
+    /// the heartbeat's cadence, a third of it and at most 250 ms). A lane waiting for a
+    /// slot tries again as soon as a read sees it change; follow a fast controller (a
+    /// period of milliseconds) with a poll of its order.
+    pub fn grant_poll(mut self, d: Duration) -> Self {
+        self.grant_poll = Some(d);
+        self
+    }
+
     /// How long shutdown waits for the jobs in flight to finish.
     pub fn drain(mut self, d: Duration) -> Self {
         self.drain = d;
@@ -181,6 +202,13 @@ impl Worker {
         }
         if !(Duration::from_millis(100)..=Duration::from_secs(3600)).contains(&self.heartbeat) {
             return Err(QueueError::setting("heartbeat", format!("{:?}", self.heartbeat), "0.1 s to 1 h"));
+        }
+        let cadence = Duration::from_millis(1)..=Duration::from_secs(60);
+        if !cadence.contains(&self.poll) {
+            return Err(QueueError::setting("poll", format!("{:?}", self.poll), "1 ms to 60 s"));
+        }
+        if let Some(g) = self.grant_poll.filter(|g| !cadence.contains(g)) {
+            return Err(QueueError::setting("grant poll", format!("{g:?}"), "1 ms to 60 s"));
         }
         Ok(())
     }
@@ -247,6 +275,11 @@ impl Worker {
             let (q, name, shared, ttl) = (self.queue.clone(), self.name.clone(), shared.clone(), self.heartbeat);
             tokio::spawn(async move { upkeep(q, name, shared, ttl).await })
         });
+        let grants = AbortOnDrop({
+            let (q, shared) = (self.queue.clone(), shared.clone());
+            let every = self.grant_poll.unwrap_or_else(|| beat_every(self.heartbeat));
+            tokio::spawn(async move { follow_grant(q, shared, every).await })
+        });
         let handler = Arc::new(handler);
         let mut lanes = tokio::task::JoinSet::new();
         for i in 0..self.lanes {
@@ -273,6 +306,7 @@ impl Worker {
             lanes.abort_all();
         }
         drop(upkeep);
+        drop(grants);
         if drained {
             // Nothing is held: the heartbeat goes, and the reaper forgets the lanes.
             let mut c = self.queue.con.clone();
@@ -339,21 +373,42 @@ async fn concurrency(q: &Queue) -> Result<i64, QueueError> {
     Ok(v.unwrap_or(-1))
 }
 
-/// The worker's background duties: heartbeats, the published concurrency, due retries
-/// into the stream, and reaping the jobs of dead workers.
-async fn upkeep(q: Queue, name: String, shared: Arc<Shared>, ttl: Duration) {
-    let every = (ttl / 3).min(Duration::from_millis(250));
+/// How often a worker beats: a third of its heartbeat's life, at most 250 ms.
+fn beat_every(ttl: Duration) -> Duration {
+    (ttl / 3).min(Duration::from_millis(250))
+}
+
+/// Read the published concurrency every `every`; wake the lanes waiting for a slot when it
+/// changes.
+async fn follow_grant(q: Queue, shared: Arc<Shared>, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    let mut n = 0u64;
     loop {
         tick.tick().await;
-        n += 1;
-        let mut ok = beat(&q, &name, &shared, ttl).await.is_ok();
         match concurrency(&q).await {
-            Ok(v) => shared.conc.store(v, Ordering::Relaxed),
-            Err(_) => ok = false,
+            Ok(v) => {
+                if shared.conc.swap(v, Ordering::Relaxed) != v {
+                    shared.conc_changed.notify_waiters();
+                }
+            }
+            Err(_) => {
+                shared.errors.fetch_add(1, Ordering::Relaxed);
+            }
         }
+    }
+}
+
+/// The worker's background duties: heartbeats, due retries into the stream, and reaping
+/// the jobs of dead workers (every quarter of the heartbeat's life, at most every second:
+/// a dead worker's jobs go back within 1.25 of its heartbeat).
+async fn upkeep(q: Queue, name: String, shared: Arc<Shared>, ttl: Duration) {
+    let mut tick = tokio::time::interval(beat_every(ttl));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let reap_every = (ttl / 4).min(Duration::from_secs(1));
+    let mut reaped = tokio::time::Instant::now();
+    loop {
+        tick.tick().await;
+        let mut ok = beat(&q, &name, &shared, ttl).await.is_ok();
         for _ in 0..10 {
             match q.fcall::<i64, _>("sg_promote", &[&q.keys.delayed, &q.keys.jobs, &q.keys.count], &100).await {
                 Ok(100) => continue,
@@ -364,7 +419,8 @@ async fn upkeep(q: Queue, name: String, shared: Arc<Shared>, ttl: Duration) {
                 }
             }
         }
-        if n.is_multiple_of(4) {
+        if reaped.elapsed() >= reap_every {
+            reaped = tokio::time::Instant::now();
             let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.dead, &q.keys.config];
             ok &= q.fcall::<i64, _>("sg_reap", &keys, &(&q.keys.hb_prefix, &GROUP, &100)).await.is_ok();
         }

@@ -381,6 +381,54 @@ async fn nothing_is_wiped_on_reconnect_or_on_a_redis_restart() {
     assert!(q.stats().await.unwrap().balanced());
 }
 
+/// A worker follows the published concurrency at its `grant_poll`, not at its heartbeat's
+/// cadence (250 ms here): a job held back by a concurrency of 0 runs soon after it rises.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_follows_the_grant_at_its_own_poll() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "followed").await.unwrap();
+    let mut con = redis::Client::open(r.url()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    let set_conc = |c: i64| redis::cmd("HSET").arg("sg:{followed}:gate").arg("conc").arg(c).to_owned();
+    let () = set_conc(0).query_async(&mut con).await.unwrap();
+    // Settings outside their ranges are refused by name.
+    for (w, what) in [
+        (Worker::new(&q).poll(Duration::ZERO), "poll"),
+        (Worker::new(&q).grant_poll(Duration::from_secs(61)), "grant poll"),
+    ] {
+        let e = w.run(|_: Job<u32>| async { Ok(()) }, async {}).await.unwrap_err().to_string();
+        assert!(e.contains(what), "{e}");
+    }
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(
+        Worker::new(&q)
+            .lanes(2)
+            .heartbeat(Duration::from_secs(30))
+            .poll(Duration::from_millis(20))
+            .grant_poll(Duration::from_millis(10))
+            .run(|_: Job<u32>| async { Ok(()) }, async move {
+                let _ = stopped.await;
+            }),
+    );
+    let p = q.producer::<u32>();
+    for round in 1..=3u64 {
+        assert!(p.enqueue(&0).await.unwrap().is_admitted());
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert_eq!(q.stats().await.unwrap().completed, round - 1, "ran under a concurrency of 0");
+        let () = set_conc(1).query_async(&mut con).await.unwrap();
+        let t0 = Instant::now();
+        wait_until("done after the rise", Duration::from_secs(5), async || q.stats().await.unwrap().completed == round)
+            .await;
+        // At the heartbeat's cadence (250 ms) it takes 0–250 ms: three rounds under 120 ms
+        // would be luck (about 1 in 9); here it is about 25 ms.
+        let took = t0.elapsed();
+        assert!(took < Duration::from_millis(120), "round {round}: {took:?} after the rise");
+        let () = set_conc(0).query_async(&mut con).await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_published_concurrency_caps_the_jobs_in_service() {
     let r = common::Redis::start(false);
