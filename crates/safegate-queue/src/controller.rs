@@ -49,6 +49,8 @@ pub struct Status {
     pub epoch: u64,
     /// The queue's books at this period.
     pub stats: Stats,
+    /// What the policy saw (after [`Controller::observe`]'s hook, if any).
+    pub observation: Observation,
     /// The decision (a follower decides too, without publishing).
     pub action: Action,
     /// The bound published \[jobs\].
@@ -83,7 +85,11 @@ pub struct Controller {
     /// (seconds, attempts finished).
     window: Option<(f64, u64)>,
     job_us: u64,
+    observe: Option<ObserveFn>,
 }
+
+/// A hook between the books and the policy (see [`Controller::observe`]).
+type ObserveFn = Box<dyn FnMut(Observation, &Stats) -> Observation + Send>;
 
 impl std::fmt::Debug for Controller {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,6 +119,7 @@ impl Controller {
             bound: None,
             window: None,
             job_us: 1000,
+            observe: None,
         }
     }
 
@@ -149,7 +156,32 @@ impl Controller {
         self
     }
 
-    /// The decision period (1 ms to 60 s).
+    /// Change what the policy sees: `hook` gets the observation the controller built from
+    /// the books (`now` in seconds since it started, times in wall seconds, the queue's
+    /// `waiting()` as the backlog) and the books themselves, and returns the one to decide
+    /// on. Use it to run a policy on your own clock or time scale (a replay at 10× reports
+    /// model seconds), or to add what the books do not hold (an offered rate, a health
+    /// reading).
+    ///
+    /// ```no_run
+    /// # fn demo(c: safegate_queue::Controller) -> safegate_queue::Controller {
+    /// use safegate_core::Observation;
+    /// let speed = 10.0;
+    /// c.observe(move |o, _stats| Observation {
+    ///     now: o.now * speed,
+    ///     latency_total: o.latency_total * speed,
+    ///     wait_total: o.wait_total * speed,
+    ///     oldest_wait: o.oldest_wait * speed,
+    ///     ..o
+    /// })
+    /// # }
+    /// ```
+    pub fn observe(mut self, hook: impl FnMut(Observation, &Stats) -> Observation + Send + 'static) -> Self {
+        self.observe = Some(Box::new(hook));
+        self
+    }
+
+    /// The decision period (0.5 ms to 60 s).
     pub fn period(mut self, d: Duration) -> Self {
         self.period = d;
         self
@@ -169,8 +201,8 @@ impl Controller {
     }
 
     fn check(&self) -> Result<(), QueueError> {
-        if !(Duration::from_millis(1)..=Duration::from_secs(60)).contains(&self.period) {
-            return Err(QueueError::setting("period", format!("{:?}", self.period), "1 ms to 60 s"));
+        if !(Duration::from_micros(500)..=Duration::from_secs(60)).contains(&self.period) {
+            return Err(QueueError::setting("period", format!("{:?}", self.period), "0.5 ms to 60 s"));
         }
         if self.lease < 2 * self.period || self.lease > Duration::from_secs(3600) {
             return Err(QueueError::setting("lease", format!("{:?}", self.lease), "at least two periods, at most 1 h"));
@@ -229,7 +261,16 @@ impl Controller {
     ) -> Result<Status, QueueError> {
         let q = &self.queue;
         let lease_ms = self.lease.as_millis() as u64;
-        let lead: Vec<Value> = q.fcall("sg_lead", &[&q.keys.leader, &q.keys.gate], &(&self.id, &lease_ms)).await?;
+        // One round trip: the lease, the books and the oldest wait, pipelined on the
+        // connection.
+        let lead_keys: [&str; 2] = [&q.keys.leader, &q.keys.gate];
+        let jobs: [&str; 1] = [&q.keys.jobs];
+        let lead_args = (&self.id, &lease_ms);
+        let (lead, stats, oldest) = tokio::try_join!(
+            q.fcall::<Vec<Value>, _>("sg_lead", &lead_keys, &lead_args),
+            q.stats(),
+            q.fcall::<i64, _>("sg_oldest", &jobs, &GROUP),
+        )?;
         let now_leading = lead.first().and_then(|v| redis::from_redis_value_ref::<i64>(v).ok()) == Some(1);
         if now_leading {
             *epoch = lead.get(1).and_then(|v| redis::from_redis_value_ref::<u64>(v).ok()).unwrap_or(*epoch);
@@ -238,9 +279,10 @@ impl Controller {
             }
         }
         *leading = now_leading;
-        let stats = q.stats().await?;
-        let oldest: i64 = q.fcall("sg_oldest", &[&q.keys.jobs], &GROUP).await?;
-        let obs = self.observation(t, &stats, oldest);
+        let mut obs = self.observation(t, &stats, oldest);
+        if let Some(hook) = self.observe.as_mut() {
+            obs = hook(obs, &stats);
+        }
         // Mean time between completions over windows of at least a second (this
         // controller's own, so a queue's history or a takeover does not skew it), for the
         // retry-after of a full backlog.
@@ -280,7 +322,7 @@ impl Controller {
             Decider::Filtered(f) => Some(*f.stats()),
             Decider::Nominal(_) => None,
         };
-        Ok(Status { t, leading: *leading, epoch: *epoch, stats, action, bound, filter })
+        Ok(Status { t, leading: *leading, epoch: *epoch, stats, observation: obs, action, bound, filter })
     }
 
     fn observation(&self, t: f64, s: &Stats, oldest_us: i64) -> Observation {

@@ -381,6 +381,47 @@ async fn nothing_is_wiped_on_reconnect_or_on_a_redis_restart() {
     assert!(q.stats().await.unwrap().balanced());
 }
 
+/// A policy that keeps what it saw.
+struct Seen(Arc<std::sync::Mutex<Vec<Observation>>>);
+
+impl Policy for Seen {
+    fn decide(&mut self, o: &Observation) -> Action {
+        self.0.lock().unwrap().push(*o);
+        Action::OPEN
+    }
+    fn name(&self) -> &'static str {
+        "seen"
+    }
+}
+
+/// The observe hook changes what the policy sees, and the status reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_controllers_hook_changes_what_its_policy_sees() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "observed").await.unwrap();
+    for n in 0..7u32 {
+        assert!(q.producer::<u32>().enqueue(&n).await.unwrap().is_admitted());
+    }
+    let too_fast = Controller::new(&q, Box::new(Fixed(Action::OPEN)), 100).period(Duration::from_micros(400));
+    let e = too_fast.run(async {}).await.unwrap_err().to_string();
+    assert!(e.contains("period") && e.contains("0.5 ms"), "{e}");
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let c = Controller::new(&q, Box::new(Seen(seen.clone())), 100)
+        .period(Duration::from_micros(500))
+        .observe(|o, stats| Observation { now: 1000.0 + o.now, offered_rate: stats.in_stream as f64 * 2.0, ..o });
+    let mut statuses = Vec::new();
+    let report =
+        c.run_with(tokio::time::sleep(Duration::from_millis(100)), |st| statuses.push(st.observation)).await.unwrap();
+    let seen = seen.lock().unwrap().clone();
+    assert!(report.decisions >= 10, "{report:?}");
+    assert_eq!(seen.len(), statuses.len());
+    for (o, st) in seen.iter().zip(&statuses) {
+        assert_eq!(o, st);
+        assert!(o.now >= 1000.0 && o.now < 1010.0, "{o:?}");
+        assert_eq!((o.offered_rate, o.queue), (14.0, 7.0), "{o:?}");
+    }
+}
+
 /// A worker follows the published concurrency at its `grant_poll`, not at its heartbeat's
 /// cadence (250 ms here): a job held back by a concurrency of 0 runs soon after it rises.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
