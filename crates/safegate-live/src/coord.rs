@@ -36,7 +36,7 @@ use redis::aio::ConnectionManager;
 use redis::Script;
 use serde::Serialize;
 
-use crate::backlog::{check_namespace, connect_manager, redact};
+use crate::redis_conn::{check_namespace, connect_manager, redact};
 use crate::LiveError;
 
 /// Publish demand and heartbeat, update the price, return the grant.

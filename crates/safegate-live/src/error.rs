@@ -68,6 +68,9 @@ pub enum LiveError {
     /// A throughput curve could not be fitted (too few points, a zero or non-finite one).
     #[error("throughput fit: {0}")]
     Fit(#[from] crate::throughput::FitError),
+    /// The queue refused a setting or answered out of its wire format.
+    #[error("{0}")]
+    Queue(String),
     /// Any other I/O failure (spawning redis-server, temporary directories).
     #[error("{what}: {error}")]
     Io {
@@ -76,4 +79,15 @@ pub enum LiveError {
         /// The OS error (in the message, not also a `source()`).
         error: std::io::Error,
     },
+}
+
+impl From<safegate_queue::QueueError> for LiveError {
+    /// The queue's errors in the live system's terms (its Redis errors say `redis at URL`,
+    /// as the live system's own do).
+    fn from(e: safegate_queue::QueueError) -> Self {
+        match e {
+            safegate_queue::QueueError::Redis { url, what, error } => LiveError::Redis { url, what, error },
+            other => LiveError::Queue(other.to_string()),
+        }
+    }
 }

@@ -2,10 +2,12 @@
 //! failed jobs that re-enter as arrivals (docs/live.md §Load and retries).
 //!
 //! Arrivals are drawn in model time (thinning against the highest rate, so a rate that
-//! changes in steps is exact) and offered when the wall clock reaches them; the generator
-//! never waits for an answer before the next arrival (open loop). A failed job comes back
-//! from the backlog's `failed` list; with probability `retry.probability` it is offered
-//! again after an exponential backoff, if the retry budget allows.
+//! changes in steps is exact) and offered when the wall clock reaches them through a
+//! [`safegate_queue::Producer`] with the generator's own seeded draw for the share (the
+//! seed's coin); the generator never waits for an answer before the next arrival (open
+//! loop). A failed job comes back from the queue's dead letters; with probability
+//! `retry.probability` it is offered again after an exponential backoff, if the retry
+//! budget allows.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -19,7 +21,9 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use serde::Serialize;
 use tokio::sync::{watch, Semaphore};
 
-use crate::backlog::{Admission, Backlog};
+use safegate_queue::{Producer, Queue};
+
+use crate::books::RetryCounts;
 use crate::ModelClock;
 
 /// What happens to a failed job.
@@ -88,16 +92,30 @@ pub struct LoadStats {
     pub unsent: AtomicU64,
     /// Offers admitted, as the generator saw the answers.
     pub admitted: AtomicU64,
+    /// Of `admitted`, retries.
+    pub retries_admitted: AtomicU64,
 }
 
-/// Run the generator until `cfg.until` (model time) or `stop`. Returns its counters.
+impl LoadStats {
+    /// The retries offered and admitted so far.
+    pub fn retry_counts(&self) -> RetryCounts {
+        RetryCounts {
+            offered: self.retries.load(Ordering::Relaxed),
+            admitted: self.retries_admitted.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// Run the generator on `queue` until `cfg.until` (model time) or `stop`, counting into
+/// `stats` (shared with the controller, which reads the retries). Jobs are JSON strings.
 pub async fn run(
-    backlog: Backlog,
+    queue: Queue,
     clock: ModelClock,
     cfg: LoadConfig,
+    stats: Arc<LoadStats>,
     mut stop: watch::Receiver<bool>,
 ) -> Arc<LoadStats> {
-    let stats = Arc::new(LoadStats::default());
+    let producer: Producer<String> = queue.producer();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x5eed_10ad);
     let inflight = Arc::new(Semaphore::new(cfg.max_outstanding.max(1)));
     let peak = if cfg.peak_rate.is_finite() && cfg.peak_rate > 0.0 { cfg.peak_rate } else { 0.0 };
@@ -119,12 +137,15 @@ pub async fn run(
             stats.unsent.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let b = backlog.clone();
+        let p = producer.clone();
         let stats = stats.clone();
         tokio::spawn(async move {
-            match b.offer(u, &job, retry).await {
-                Ok(Admission::Admitted) => {
+            match p.enqueue_json_drawn(&job, u).await {
+                Ok(a) if a.is_admitted() => {
                     stats.admitted.fetch_add(1, Ordering::Relaxed);
+                    if retry {
+                        stats.retries_admitted.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
                 Ok(_) => {}
                 Err(_) => {
@@ -159,7 +180,7 @@ pub async fn run(
                     tokens = (tokens + b).min(10.0 + 100.0 * b);
                 }
                 let u: f64 = rng.random();
-                offer(format!("a{serial}"), false, u, &stats, &inflight);
+                offer(format!("\"a{serial}\""), false, u, &stats, &inflight);
             }
             next += gap(&mut rng);
         }
@@ -174,8 +195,8 @@ pub async fn run(
         // Failed jobs, every 10 ms.
         if cfg.retry.probability > 0.0 && last_failed_poll.elapsed() >= Duration::from_millis(10) {
             last_failed_poll = tokio::time::Instant::now();
-            if let Ok(failed) = backlog.take_failed(256).await {
-                for job in failed {
+            if let Ok(letters) = queue.take_dead_letters(256).await {
+                for job in letters.into_iter().map(|d| d.payload) {
                     if rng.random::<f64>() >= cfg.retry.probability {
                         stats.abandoned.fetch_add(1, Ordering::Relaxed);
                         continue;

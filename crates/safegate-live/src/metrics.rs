@@ -16,7 +16,7 @@ use metrics::{counter, describe_counter, describe_gauge, gauge};
 use metrics_exporter_prometheus::PrometheusBuilder;
 use safegate_core::names::{self, Reason};
 
-use crate::backlog::Accounting;
+use crate::books::Accounting;
 use crate::LiveError;
 
 /// What `/metrics` shows: the latest period's state.

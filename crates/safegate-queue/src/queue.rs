@@ -190,6 +190,13 @@ impl Queue {
     pub async fn load_library(&self) -> Result<(), QueueError> {
         let mut c = self.con.clone();
         let loaded: redis::RedisResult<i64> = redis::cmd("FCALL").arg("sg_revision").arg(0).query_async(&mut c).await;
+        // A server that wants a password says so here (the library's load would only get
+        // "unauthenticated bulk length").
+        if let Err(e) = &loaded {
+            if matches!(e.code(), Some("NOAUTH" | "WRONGPASS" | "NOPERM")) {
+                return Err(self.err("calling sg_revision")(loaded.unwrap_err()));
+            }
+        }
         if let Ok(rev) = loaded {
             if rev >= LIBRARY_REVISION {
                 let wire: i64 = redis::cmd("FCALL")

@@ -16,15 +16,13 @@ pub(crate) struct ExecutorArgs {
     /// The downstream's base URL (`POST URL/work`); without it jobs are no-ops.
     #[arg(long, value_name = "URL")]
     downstream: Option<String>,
-    /// Key prefix in Redis.
+    /// The run's queue name (`safegate live --namespace`).
     #[arg(long, default_value = "safegate", value_name = "NS")]
     namespace: String,
-    /// Executors in this process.
+    /// Executors in this process (how many run at once across every process is the
+    /// controller's published concurrency).
     #[arg(long, default_value_t = 8)]
     executors: u32,
-    /// Slots across every process (the pool's P).
-    #[arg(long, default_value_t = 8)]
-    slots: u32,
     /// Longest wait for one downstream call, in wall milliseconds.
     #[arg(long, default_value_t = 5000, value_name = "MS")]
     timeout_ms: u64,
@@ -37,16 +35,6 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
     if !(1..=1024).contains(&args.executors) {
         anyhow::bail!("--executors {}: expected 1 to 1024", args.executors);
     }
-    if !(1..=1024).contains(&args.slots) {
-        anyhow::bail!("--slots {}: expected 1 to 1024", args.slots);
-    }
-    if args.executors > args.slots {
-        anyhow::bail!(
-            "--executors {} is more than --slots {}: an executor takes a slot to work, so the extra ones would only wait",
-            args.executors,
-            args.slots
-        );
-    }
     if !(100..=600_000).contains(&args.heartbeat_ms) {
         anyhow::bail!("--heartbeat-ms {}: expected 100 to 600000", args.heartbeat_ms);
     }
@@ -55,15 +43,14 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
     }
     let rt = crate::runtime::runtime()?;
     rt.block_on(async {
-        let backlog = safegate_live::backlog::Backlog::connect(&args.redis, &args.namespace).await?;
+        let queue = safegate_queue::Queue::connect(&args.redis, &args.namespace).await?;
         if let Some(d) = &args.downstream {
             safegate_live::downstream::probe(d).await?;
         }
         let pool = safegate_live::executor::Pool::start(
-            backlog,
+            queue,
             safegate_live::executor::ExecutorConfig {
                 executors: args.executors,
-                slots: args.slots,
                 downstream: args.downstream.as_ref().map(|d| d.trim_end_matches('/').to_string()),
                 timeout: Duration::from_millis(args.timeout_ms),
                 heartbeat: Duration::from_millis(args.heartbeat_ms),
@@ -74,12 +61,12 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
         eprintln!(
             "safegate executor: {} executors serving {}",
             args.executors,
-            safegate_live::backlog::redact(&args.redis)
+            safegate_live::redis_conn::redact(&args.redis)
         );
         // Ctrl-C or SIGTERM: finish the jobs in hand and leave (SIGKILL leaves them to the
         // reaper).
         crate::stop::signal()?.await;
-        pool.stop(Duration::from_secs(5)).await;
+        let _ = pool.stop(Duration::from_secs(5)).await;
         anyhow::Ok(())
     })?;
     Ok(ExitCode::SUCCESS)

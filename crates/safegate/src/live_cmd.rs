@@ -35,9 +35,13 @@ pub(crate) struct LiveArgs {
     /// redis-server is started on a free loopback port and stopped after.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
-    /// Key prefix in Redis.
+    /// The queue's name in Redis (its keys are `sg:{NS}:*`).
     #[arg(long, default_value = "safegate", value_name = "NS")]
     namespace: String,
+    /// Delete the queue's keys first (with --redis: a queue holding an earlier run's books is
+    /// refused otherwise; nothing is deleted without this flag).
+    #[arg(long)]
+    reset: bool,
     /// A running downstream (`POST URL/work`) instead of the built-in emulator.
     #[arg(long, value_name = "URL")]
     downstream: Option<String>,
@@ -239,6 +243,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         speed: args.speed,
         redis: args.redis.clone().map_or(RedisTarget::Own, RedisTarget::Url),
         namespace: args.namespace.clone(),
+        reset: args.reset,
         metrics: (!args.no_metrics).then_some(args.metrics),
         downstream: args.downstream.clone().map_or(DownstreamTarget::Emulated, DownstreamTarget::Url),
         retry,
@@ -253,11 +258,11 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     })?;
     let live_run = LiveRun { cfg: cfg.clone(), opts, line };
     let rt = crate::runtime::runtime()?;
-    if let Some(url) = &args.redis {
+    if let (Some(url), true) = (&args.redis, args.reset) {
         eprintln!(
-            "note: the run starts by deleting the keys under {:?} on {} (--namespace picks another prefix)",
-            format!("{}:", args.namespace),
-            safegate_live::backlog::redact(url)
+            "note: the run starts by deleting the queue {:?} on {} (--reset)",
+            args.namespace,
+            safegate_live::redis_conn::redact(url)
         );
     }
     if !args.json {

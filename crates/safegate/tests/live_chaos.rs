@@ -12,24 +12,39 @@ use std::time::{Duration, Instant};
 
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
-use safegate_live::backlog::{Admission, Backlog};
+use safegate_live::books::{Accounting, RetryCounts};
 use safegate_live::downstream::{Downstream, DownstreamConfig, Faults};
 use safegate_live::redis_server::RedisServer;
 use safegate_live::ModelClock;
+use safegate_queue::{Producer, Queue, QueueConfig};
 
 /// The two tests measure wall-clock behaviour: one at a time.
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
-fn executor(redis: &str, downstream: &str, executors: u32, slots: u32, timeout_ms: u64) -> Child {
+fn executor(redis: &str, downstream: &str, executors: u32, timeout_ms: u64) -> Child {
     Command::new(env!("CARGO_BIN_EXE_safegate"))
         .args(["executor", "--redis", redis, "--downstream", downstream, "--namespace", "chaos"])
-        .args(["--executors", &executors.to_string(), "--slots", &slots.to_string()])
+        .args(["--executors", &executors.to_string()])
         .args(["--timeout-ms", &timeout_ms.to_string(), "--heartbeat-ms", "600"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn safegate executor")
+}
+
+/// The run's queue, as `safegate live` configures it (a failed attempt fails its job).
+async fn queue(url: &str, cap: u64) -> (Queue, Producer<String>) {
+    let q = Queue::connect(url, "chaos").await.unwrap();
+    q.configure(&QueueConfig { cap, fallback: cap, max_attempts: 1_000_000, dead_max: 0, ..QueueConfig::default() })
+        .await
+        .unwrap();
+    let p = q.producer();
+    (q, p)
+}
+
+async fn accounting(q: &Queue) -> Accounting {
+    Accounting::from_stats(&q.stats().await.unwrap(), RetryCounts::default())
 }
 
 async fn downstream(speed: f64) -> Downstream {
@@ -43,12 +58,10 @@ async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
     let mut redis = RedisServer::start(true).expect("redis-server on PATH (scripts/test installs it)");
     let url = redis.url();
     let ds = downstream(10.0).await;
-    let b = Backlog::connect(&url, "chaos").await.unwrap();
-    b.reset().await.unwrap();
-    b.publish(1.0, None, 400).await.unwrap();
+    let (q, b) = queue(&url, 400).await;
 
     const PROCS: usize = 4;
-    let mut procs: Vec<Child> = (0..PROCS).map(|_| executor(&url, &ds.url(), 2, 8, 800)).collect();
+    let mut procs: Vec<Child> = (0..PROCS).map(|_| executor(&url, &ds.url(), 2, 800)).collect();
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(15);
     let target = 10_000u64;
     let started = Instant::now();
@@ -64,8 +77,8 @@ async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
         assert!(Instant::now() < deadline, "load phase took over 90 s (admitted {admitted_seen})");
         for _ in 0..7 {
             serial += 1;
-            match b.offer(0.0, &format!("j{serial}"), false).await {
-                Ok(Admission::Admitted) => admitted_seen += 1,
+            match b.enqueue_json_drawn(&format!("\"j{serial}\""), 0.0).await {
+                Ok(a) if a.is_admitted() => admitted_seen += 1,
                 Ok(_) => {}
                 Err(_) => unsent += 1,
             }
@@ -75,7 +88,7 @@ async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
             let i = rng.random_range(0..PROCS);
             procs[i].kill().unwrap(); // SIGKILL
             let _ = procs[i].wait();
-            procs[i] = executor(&url, &ds.url(), 2, 8, 800);
+            procs[i] = executor(&url, &ds.url(), 2, 800);
             kills += 1;
             next_kill = now + Duration::from_millis(rng.random_range(150..550));
         }
@@ -100,7 +113,7 @@ async fn kills_a_redis_restart_and_a_stall_lose_nothing() {
     // Drain: the survivors (and replacements) work the backlog down.
     let drain_deadline = Instant::now() + Duration::from_secs(60);
     let acc = loop {
-        let a = b.accounting().await.unwrap();
+        let a = accounting(&q).await;
         if a.in_backlog == 0 || Instant::now() > drain_deadline {
             break a;
         }
@@ -129,26 +142,25 @@ async fn a_dead_executors_job_is_back_in_work_within_two_seconds() {
     let redis = RedisServer::start(false).expect("redis-server on PATH");
     let url = redis.url();
     let ds = downstream(1.0).await;
-    let b = Backlog::connect(&url, "chaos").await.unwrap();
-    b.reset().await.unwrap();
+    let (q, b) = queue(&url, 400).await;
     // The downstream holds every request 5 s: a job stays in service where it was taken.
     ds.set_faults(Faults { added_latency_ms: 5000.0, ..Faults::default() }).unwrap();
-    let mut a = executor(&url, &ds.url(), 1, 2, 20_000);
+    let mut a = executor(&url, &ds.url(), 1, 20_000);
     // Wait until A serves a job.
-    b.offer(0.0, "held", false).await.unwrap();
+    assert!(b.enqueue_json_drawn("\"held\"", 0.0).await.unwrap().is_admitted());
     let t = Instant::now();
-    while b.accounting().await.unwrap().in_service == 0 {
+    while accounting(&q).await.in_service == 0 {
         assert!(t.elapsed() < Duration::from_secs(10), "executor A never took the job");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
-    let mut other = executor(&url, &ds.url(), 1, 2, 20_000);
+    let mut other = executor(&url, &ds.url(), 1, 20_000);
     tokio::time::sleep(Duration::from_millis(500)).await; // B is up and idle.
     a.kill().unwrap();
     let killed = Instant::now();
     let _ = a.wait();
     // Back in work: given back (redelivered) and in service again with B.
     let back = loop {
-        let acc = b.accounting().await.unwrap();
+        let acc = accounting(&q).await;
         if acc.redelivered == 1 && acc.in_service == 1 {
             break killed.elapsed();
         }

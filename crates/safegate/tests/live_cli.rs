@@ -59,6 +59,32 @@ fn a_short_live_run_reports_the_books_as_json() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Nothing is wiped without asking: a second run on the same queue is refused (its books
+/// would mix with the first's), and runs with `--reset`, which deletes the queue first.
+#[test]
+fn a_queue_with_an_earlier_runs_books_is_refused_unless_reset() {
+    let _serial = serial();
+    let redis = RedisServer::start(false).unwrap();
+    let url = redis.url();
+    let run = |extra: &[&str]| {
+        let mut args = vec!["live", "--redis", &url, "--duration", "5", "--speed", "10", "--json", "--no-metrics"];
+        args.extend_from_slice(extra);
+        safegate(&args)
+    };
+    let first = run(&[]);
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let second = run(&[]);
+    fails_with(&second, "holds an earlier run's books");
+    fails_with(&second, "--reset");
+    let reset = run(&["--reset"]);
+    assert!(reset.status.success(), "{}", String::from_utf8_lossy(&reset.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&reset.stdout).unwrap();
+    let first: serde_json::Value = serde_json::from_slice(&first.stdout).unwrap();
+    // The reset run's books start from zero: about the first run's offers, not twice them.
+    let offered = |v: &serde_json::Value| v["report"]["accounting"]["offered"].as_u64().unwrap();
+    assert!(offered(&v) < offered(&first) * 3 / 2, "{} after {}", offered(&v), offered(&first));
+}
+
 fn get(addr: &str, path: &str) -> Option<String> {
     let mut s = TcpStream::connect(addr).ok()?;
     s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
@@ -186,7 +212,7 @@ fn bad_inputs_are_clear_errors() {
     );
     fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "0"]), "--executors");
     // Flags checked even where they would not act yet, rather than ignored.
-    fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "9"]), "--slots 8");
+    fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--executors", "1025"]), "--executors");
     fails_with(&safegate(&["executor", "--redis", "redis://127.0.0.1:6379/", "--timeout-ms", "0"]), "--timeout-ms");
     fails_with(&safegate(&["live", "--retry-backoff", "nan", "--no-svg"]), "--retry-backoff");
     fails_with(&safegate(&["live", "--retry-backoff", "-1", "--no-svg"]), "--retry-backoff");

@@ -13,12 +13,12 @@ use std::time::Duration;
 
 use safegate_core::stats::median;
 use safegate_core::RangeError;
-use safegate_live::backlog::{redact, Backlog};
+use safegate_live::redis_conn::redact;
 use safegate_live::redis_server::RedisServer;
 use serde::Serialize;
 use tokio::runtime::Runtime;
 
-use super::{ours, peer, queue};
+use super::{peer, queue};
 use crate::error::{Error, Result};
 
 /// Most jobs per round and stack.
@@ -105,7 +105,7 @@ pub struct Report {
     pub target_jobs_per_s: f64,
     /// Whether our median meets the target.
     pub meets_target: bool,
-    /// Ours (the live system's backlog), the queue crate's public API, then the peer.
+    /// Ours (the queue crate's public API, the live system's path), then the peer.
     pub stacks: Vec<StackReport>,
 }
 
@@ -162,13 +162,12 @@ pub fn plumbing(spec: &PlumbingSpec, rt: Runtime) -> Result<Report> {
 
 async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
     // Reachable? A clear error naming the URL before anything starts.
-    Backlog::connect(url, "sgbench-probe")
+    safegate_queue::Queue::connect(url, "sgbench-probe")
         .await
         .map_err(|e| Error::input("redis", format!("{}: {}", redact(url), crate::error::chain(&e))))?;
     let run_id = safegate_live::executor::new_incarnation();
-    let mut ours = ours::report();
+    let mut ours = queue::report();
     let mut peer = peer::report();
-    let mut lib = queue::report();
     for r in 0..a.rounds {
         let ns = |stack: &str| format!("sgbench-{run_id}-r{r}-{stack}");
         // Alternate the order, so neither stack always runs on a warmer (or more
@@ -178,7 +177,7 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
             peer::round(&mut peer, url, &ns(peer::NAME), a.jobs, a.executors).await;
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let round = ours::round(url, &ns(OURS), a.jobs, a.executors)
+        let round = queue::round(url, &ns("queue"), a.jobs, a.executors)
             .await
             .map_err(|e| Error::failed(format!("{OURS}, round {}", r + 1), e))?;
         ours.rounds.push(round);
@@ -187,15 +186,9 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
             peer::round(&mut peer, url, &ns(peer::NAME), a.jobs, a.executors).await;
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let round = queue::round(url, &ns("queue"), a.jobs, a.executors)
-            .await
-            .map_err(|e| Error::failed(format!("{}, round {}", queue::NAME, r + 1), e))?;
-        lib.rounds.push(round);
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let jobs_per_s = |s: &StackReport| median(&s.rounds.iter().map(|r| r.jobs_per_s).collect::<Vec<_>>());
     ours.jobs_per_s = jobs_per_s(&ours);
-    lib.jobs_per_s = jobs_per_s(&lib);
     if peer.error.is_none() && !peer.rounds.is_empty() {
         peer.jobs_per_s = jobs_per_s(&peer);
     }
@@ -209,7 +202,7 @@ async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
         measured: MEASURED,
         target_jobs_per_s: TARGET_JOBS_PER_S,
         meets_target,
-        stacks: vec![ours, lib, peer],
+        stacks: vec![ours, peer],
     })
 }
 
@@ -246,19 +239,16 @@ mod tests {
         let ours = &r.stacks[0];
         assert_eq!(ours.stack, OURS);
         assert_eq!(ours.rounds.len(), 2);
-        assert!(ours.rounds.iter().all(|q| q.completed == 200 && q.lost == 0), "{ours:?}");
-        // The median of two rounds is the lower one.
-        let lower = ours.rounds.iter().map(|q| q.jobs_per_s).fold(f64::INFINITY, f64::min);
-        assert_eq!(ours.jobs_per_s, Some(lower));
         // The queue crate's public API: its books balance, both latencies measured.
-        let lib = &r.stacks[1];
-        assert_eq!(lib.stack, "safegate-queue");
         assert!(
-            lib.rounds.iter().all(|q| q.completed == 200
+            ours.rounds.iter().all(|q| q.completed == 200
                 && q.lost == 0
                 && q.admitted_p99_ms.is_some_and(|x| x > 0.0)
                 && q.rejected_p99_ms.is_some_and(|x| x > 0.0)),
-            "{lib:?}"
+            "{ours:?}"
         );
+        // The median of two rounds is the lower one.
+        let lower = ours.rounds.iter().map(|q| q.jobs_per_s).fold(f64::INFINITY, f64::min);
+        assert_eq!(ours.jobs_per_s, Some(lower));
     }
 }

@@ -1,15 +1,13 @@
-//! Jobs per second through safegate-live's Redis plumbing (enqueue → execute →
-//! acknowledge with a no-op job), side by side with apalis-redis 1.x on the same Redis
-//! with the feature `peers` (docs/bench-plumbing.md).
+//! Jobs per second through safegate-queue's Redis plumbing (enqueue → execute →
+//! acknowledge with a no-op job; the live system runs on the same path), side by side with
+//! apalis-redis 1.x on the same Redis with the feature `peers` (docs/bench-plumbing.md).
 //!
 //! - `harness`: the inputs ([`PlumbingSpec`]), the rounds and the report;
-//! - `ours`: one run of our stack;
-//! - `queue`: one run of safegate-queue through its public API (jobs/s and the enqueue's
-//!   latency, admitted and turned away);
+//! - `queue`: one run of our stack, safegate-queue through its public API (jobs/s and the
+//!   enqueue's latency, admitted and turned away);
 //! - `peer`: one run of apalis-redis (a stub row without the feature `peers`).
 
 mod harness;
-mod ours;
 mod peer;
 mod queue;
 

@@ -1,5 +1,6 @@
-//! One run of safegate-queue through its public API alone: `Producer::enqueue`, a `Worker`
-//! with a no-op handler, `Queue::stats`, then the latency of turned-away offers.
+//! One run of our stack, safegate-queue, through its public API alone (the path the live
+//! system runs on too): `Producer::enqueue`, a `Worker` with a no-op handler,
+//! `Queue::stats`, then the latency of turned-away offers.
 //!
 //! Its path per job: one `FCALL sg_enqueue`, one `XREADGROUP` by a lane, one `FCALL
 //! sg_ack`; the books inside the functions that change them.
@@ -12,11 +13,8 @@ use safegate_queue::{Admission, Job, JobError, Queue, QueueConfig, Reason, Worke
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use super::harness::{run_timeout, shares, Round, StackReport};
+use super::harness::{run_timeout, shares, Round, StackReport, OURS};
 use crate::error::{Error, Result};
-
-/// The stack's name in the report.
-pub(super) const NAME: &str = "safegate-queue";
 
 const PATH: &str = "the crate's public API: Producer::enqueue (one FCALL sg_enqueue: grant, bound, count, XADD); \
      a Worker lane's XREADGROUP; the ack (one FCALL sg_ack: XACK, XDEL, count)";
@@ -26,7 +24,7 @@ const REJECTED_OFFERS: usize = 2000;
 
 /// The stack's row, before its rounds.
 pub(super) fn report() -> StackReport {
-    StackReport { stack: NAME, built: true, jobs_per_s: None, rounds: Vec::new(), error: None, path: PATH }
+    StackReport { stack: OURS, built: true, jobs_per_s: None, rounds: Vec::new(), error: None, path: PATH }
 }
 
 fn failed(context: &str) -> impl FnOnce(safegate_queue::QueueError) -> Error + '_ {

@@ -1,17 +1,20 @@
-//! The controller: every `run.dt` model seconds (at least 0.5 ms of wall time apart) it
-//! reads the backlog and the accounting from Redis, asks the policy, publishes its decision,
-//! and records the step for the summary, `/metrics` and the progress callback.
+//! The controller: the queue library's [`safegate_queue::Controller`], every `run.dt`
+//! model seconds (at least 0.5 ms of wall time apart) reading the queue's books, asking
+//! the policy in model time, publishing its grant; after each period this module records
+//! the step for the summary, `/metrics` and the progress callback.
 
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use safegate_core::{Action, Observation, Policy};
+use safegate_queue::Status;
 use safegate_sim::record::Tracker;
 use safegate_sim::{Config, Series};
 
 use super::reasons::Rejections;
 use super::services::Services;
 use super::{LivePolicy, LiveSeries, Progress};
-use crate::backlog::Accounting;
+use crate::books::Accounting;
 use crate::metrics::{MetricsServer, Snapshot};
 use crate::ModelClock;
 
@@ -87,50 +90,67 @@ impl<'a> Controller<'a> {
     /// Decide every period until the run's duration in model time.
     pub(super) async fn run(
         &mut self,
-        policy: &mut LivePolicy,
+        policy: &Arc<Mutex<LivePolicy>>,
         services: &Services,
         progress: &mut dyn FnMut(&Progress),
     ) {
-        let mut tick = tokio::time::interval(self.period());
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            tick.tick().await;
-            let t = self.clock.now();
-            if t >= self.cfg.duration {
-                break;
-            }
-            self.step(t, policy, services, progress).await;
+        let (clock, speed, load) = (self.clock, self.speed, services.load_stats.clone());
+        let retries = load.clone();
+        // What the simulator's policies see: model seconds, every attempt's end a
+        // completion (the pool fails a job at its first failed attempt), the load
+        // generator's retries, no failure signal (the seed's gate has none).
+        let observe = move |o: Observation, s: &safegate_queue::Stats| Observation {
+            now: clock.now(),
+            completed: (s.completed + s.failed + s.dead) as f64,
+            retried: retries.retry_counts().offered as f64,
+            failed: 0.0,
+            latency_total: o.latency_total * speed,
+            wait_total: o.wait_total * speed,
+            oldest_wait: o.oldest_wait * speed,
+            ..o
+        };
+        let period = self.period();
+        let controller =
+            safegate_queue::Controller::new(&services.queue, Box::new(SharedPolicy(policy.clone())), self.bound())
+                .period(period)
+                .lease((20 * period).max(Duration::from_secs(2)))
+                .observe(observe);
+        let left = self.clock.wall((self.cfg.duration - self.clock.now()).max(0.0));
+        let ran = controller
+            .run_with(tokio::time::sleep(left), |st| {
+                let acc = Accounting::from_stats(&st.stats, load.retry_counts());
+                self.step(st, acc, policy, services, progress);
+            })
+            .await;
+        match ran {
+            Ok(r) => self.errors += r.errors,
+            Err(_) => self.errors += 1,
         }
     }
 
-    /// One decision at model time `t` (none when Redis cannot be read).
-    async fn step(
+    /// Record one period's decision (a follower's too: a live run has one controller).
+    fn step(
         &mut self,
-        t: f64,
-        policy: &mut LivePolicy,
+        st: &Status,
+        acc: Accounting,
+        policy: &Arc<Mutex<LivePolicy>>,
         services: &Services,
         progress: &mut dyn FnMut(&Progress),
     ) {
-        let backlog = &services.backlog;
-        let (acc, oldest) = match tokio::try_join!(backlog.accounting(), backlog.oldest_wait()) {
-            Ok(v) => v,
-            Err(_) => {
-                self.errors += 1;
-                return;
-            }
-        };
+        let t = st.observation.now;
+        if t >= self.cfg.duration {
+            return;
+        }
         self.acc = acc;
         let q = acc.in_backlog as f64;
-        let action = policy.decide(&self.observation(t, oldest));
+        let action = st.action;
         self.decisions += 1;
         if q > self.line {
             self.exits += 1;
         }
-        if backlog.publish(action.admit, action.concurrency, self.bound()).await.is_err() {
-            self.errors += 1;
-        }
         self.record(t, q, action, services);
-        self.publish_metrics(t, q, action, policy, services);
+        let filter = policy.lock().unwrap_or_else(|p| p.into_inner()).filter_stats();
+        self.publish_metrics(t, q, action, filter, services);
         if self.last_progress.elapsed() >= Duration::from_millis(250) {
             self.last_progress = Instant::now();
             progress(&Progress {
@@ -151,29 +171,6 @@ impl<'a> Controller<'a> {
         self.cfg.pool.capacity as u64
     }
 
-    /// What the policy sees at `t`, from the accounting just read; the wall times Redis
-    /// keeps, in model seconds.
-    fn observation(&self, t: f64, oldest: Duration) -> Observation {
-        let acc = &self.acc;
-        let model = |us: u64| us as f64 * 1e-6 * self.speed;
-        Observation {
-            now: t,
-            queue: acc.in_backlog as f64,
-            capacity: self.cfg.pool.capacity,
-            in_service: acc.in_service as f64,
-            offered_rate: 0.0,
-            health: None,
-            offered: acc.offered as f64,
-            admitted: acc.admitted as f64,
-            completed: (acc.completed + acc.failed) as f64,
-            retried: acc.offered_retries as f64,
-            failed: 0.0,
-            latency_total: model(acc.latency_us),
-            wait_total: model(acc.wait_us),
-            oldest_wait: oldest.as_secs_f64() * self.speed,
-        }
-    }
-
     /// The step in the summary's tracker and the series.
     fn record(&mut self, t: f64, q: f64, action: Action, services: &Services) {
         self.tracker.integrate(self.last_q * (t - self.last_t));
@@ -187,8 +184,14 @@ impl<'a> Controller<'a> {
     }
 
     /// The step in `/metrics`' snapshot, and in a kept scrape when one is due.
-    fn publish_metrics(&mut self, t: f64, q: f64, action: Action, policy: &LivePolicy, services: &Services) {
-        let fs = policy.filter_stats();
+    fn publish_metrics(
+        &mut self,
+        t: f64,
+        q: f64,
+        action: Action,
+        fs: Option<safegate_core::safety::FilterStats>,
+        services: &Services,
+    ) {
         let (interventions, backups) = fs.map_or((0, 0), |f| (f.interventions, f.infeasible));
         let rejected = self.rejections.update(&self.acc, interventions, backups);
         let Ok(mut s) = services.snapshot.lock() else { return };
@@ -212,5 +215,18 @@ impl<'a> Controller<'a> {
                 crate::metrics::render_stamped(&s, buf);
             }
         }
+    }
+}
+
+/// The run's policy, shared with the report (which reads the filter's counters at the end).
+struct SharedPolicy(Arc<Mutex<LivePolicy>>);
+
+impl Policy for SharedPolicy {
+    fn decide(&mut self, obs: &Observation) -> Action {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).decide(obs)
+    }
+
+    fn name(&self) -> &'static str {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).name()
     }
 }

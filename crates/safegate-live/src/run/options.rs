@@ -33,8 +33,11 @@ pub struct LiveOptions {
     pub speed: f64,
     /// Redis.
     pub redis: RedisTarget,
-    /// Key prefix in Redis.
+    /// The queue's name in Redis (its keys are `sg:{NAME}:*`).
     pub namespace: String,
+    /// Delete the queue's keys before the run. Nothing is deleted otherwise: a run on a
+    /// queue that holds an earlier run's books is refused (its books would be mixed in).
+    pub reset: bool,
     /// Serve `/metrics` here.
     pub metrics: Option<SocketAddr>,
     /// The downstream.
@@ -59,6 +62,7 @@ impl Default for LiveOptions {
             speed: 10.0,
             redis: RedisTarget::Own,
             namespace: "safegate".into(),
+            reset: false,
             metrics: None,
             downstream: DownstreamTarget::Emulated,
             retry: None,
@@ -120,7 +124,7 @@ impl LiveOptions {
         use safegate_core::error::check;
         check::within("speed", self.speed, 0.01, MAX_SPEED, "[0.01, 100]")?;
         check::within("timeout", self.timeout, 1e-3, 1e6, "[0.001, 1e6] model seconds")?;
-        crate::backlog::check_namespace(&self.namespace)?;
+        crate::redis_conn::check_namespace(&self.namespace)?;
         if let Some(r) = &self.retry {
             check::within("retry.probability", r.probability, 0.0, 1.0, "[0, 1]")?;
             check::within("retry.backoff", r.backoff, 0.0, 1e4, "[0, 1e4] model seconds")?;

@@ -29,7 +29,7 @@ pub struct LiveRun {
 /// Play `run` under `policy`; `progress` hears about it four times a second.
 pub async fn run(
     run: &LiveRun,
-    mut policy: LivePolicy,
+    policy: LivePolicy,
     progress: &mut dyn FnMut(&Progress),
 ) -> Result<LiveReport, LiveError> {
     let cfg = &run.cfg;
@@ -40,8 +40,13 @@ pub async fn run(
     let started = Instant::now();
     let services = Services::start(cfg, opts, run.line).await?;
     let mut control = Controller::new(cfg, opts.speed, run.line, services.clock, opts.scrape_every);
-    control.run(&mut policy, &services, progress).await;
-    let redis = crate::backlog::redact(&services.url);
+    let policy = std::sync::Arc::new(std::sync::Mutex::new(policy));
+    control.run(&policy, &services, progress).await;
+    let (name, filter) = {
+        let p = policy.lock().unwrap_or_else(|p| p.into_inner());
+        (p.name(), p.filter_stats())
+    };
+    let redis = crate::redis_conn::redact(&services.url);
     let stopped = services.stop(opts.timeout).await;
     let acc = stopped.accounting.unwrap_or(control.acc);
     if !opts.executors && acc.completed + acc.failed + acc.in_service == 0 {
@@ -52,7 +57,7 @@ pub async fn run(
     let planned_decisions = control.planned_decisions();
     let summary = control.tracker.finish(totals, control.last_q, cfg.duration, cfg.dt);
     Ok(LiveReport {
-        policy: policy.name(),
+        policy: name,
         speed: opts.speed,
         wall_seconds: started.elapsed().as_secs_f64(),
         redis,
@@ -62,7 +67,7 @@ pub async fn run(
         accounting: acc,
         lost: acc.lost(),
         load: load_summary(&stopped.load),
-        filter: policy.filter_stats(),
+        filter,
         downstream: stopped.downstream,
         decisions: control.decisions,
         planned_decisions,

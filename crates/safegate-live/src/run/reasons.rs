@@ -4,7 +4,7 @@
 
 use safegate_core::names::Reason;
 
-use crate::backlog::Accounting;
+use crate::books::Accounting;
 
 /// The rejections so far by reason, and what the latest decision published.
 #[derive(Debug, Clone, Copy)]

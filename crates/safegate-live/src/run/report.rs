@@ -6,7 +6,7 @@ use safegate_core::safety::FilterStats;
 use safegate_sim::{Series, Summary};
 use serde::Serialize;
 
-use crate::backlog::Accounting;
+use crate::books::Accounting;
 use crate::downstream::DownstreamStats;
 
 /// Progress, about four times a second.

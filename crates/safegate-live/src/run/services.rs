@@ -1,15 +1,16 @@
-//! What a run starts beside its controller, in order (Redis and the backlog, the
+//! What a run starts beside its controller, in order (Redis and the queue, the
 //! downstream, `/metrics`, the executors, the load generator), and stops after it.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use safegate_queue::{Queue, QueueConfig};
 use safegate_sim::Config;
 use tokio::sync::watch;
 
 use super::{DownstreamTarget, LiveOptions, RedisTarget};
-use crate::backlog::{Accounting, Backlog};
+use crate::books::Accounting;
 use crate::downstream::{Downstream, DownstreamConfig, DownstreamStats};
 use crate::executor::{ExecutorConfig, Pool, PoolStats};
 use crate::loadgen::{LoadConfig, LoadStats, RetryPolicy};
@@ -26,8 +27,8 @@ pub(super) struct Services {
     server: Option<RedisServer>,
     /// Redis's URL.
     pub(super) url: String,
-    /// The backlog in Redis.
-    pub(super) backlog: Backlog,
+    /// The backlog in Redis: a queue of the queue library.
+    pub(super) queue: Queue,
     /// The emulated downstream, if it runs here.
     pub(super) downstream: Option<Downstream>,
     /// The `/metrics` endpoint, if served.
@@ -38,7 +39,9 @@ pub(super) struct Services {
     pool: Option<Pool>,
     /// How an executor outside joins the run (`safegate executor …`), when none run here.
     pub(super) join: Option<String>,
-    /// The load generator and its stop signal.
+    /// The load generator's counters (the controller reads its retries), the task and its
+    /// stop signal.
+    pub(super) load_stats: Arc<LoadStats>,
     load: tokio::task::JoinHandle<Arc<LoadStats>>,
     stop_load: watch::Sender<bool>,
 }
@@ -61,11 +64,21 @@ impl Services {
     /// ready; `line` is the barrier line `/metrics` publishes the margin to.
     pub(super) async fn start(cfg: &Config, opts: &LiveOptions, line: f64) -> Result<Services, LiveError> {
         let (server, url) = start_redis(&opts.redis)?;
-        let backlog = Backlog::connect(&url, &opts.namespace).await?;
-        backlog.reset().await?;
+        let queue = connect(&url, opts).await?;
         let bound = cfg.pool.capacity as u64;
         let slots = cfg.pool.executors;
-        backlog.publish(1.0, None, bound).await?;
+        // Until the controller's first grant: share 1 and the cap (the gate open, as the
+        // seed's run starts). A failed attempt fails its job for good: the load generator
+        // decides on the retry, as the seed's clients do.
+        queue
+            .configure(&QueueConfig {
+                cap: bound,
+                fallback: bound,
+                max_attempts: 1_000_000,
+                dead_max: if load_retries(cfg, opts) { 1_000_000 } else { 0 },
+                ..QueueConfig::default()
+            })
+            .await?;
         let clock = ModelClock::start(opts.speed);
         let (downstream, downstream_url) = start_downstream(cfg, &opts.downstream, clock).await?;
         let snapshot = Arc::new(Mutex::new(Snapshot { slots, bound, admit: 1.0, margin: line, ..Snapshot::default() }));
@@ -75,38 +88,59 @@ impl Services {
         };
         let join = (!opts.executors).then(|| {
             format!(
-                "safegate executor --redis {url} --namespace {} --downstream {downstream_url} --slots {slots}",
+                "safegate executor --redis {url} --namespace {} --downstream {downstream_url} --executors {slots}",
                 opts.namespace
             )
         });
         let pool = if opts.executors {
             let cfg = ExecutorConfig {
                 executors: slots,
-                slots,
                 downstream: Some(downstream_url),
                 timeout: clock.wall(opts.timeout),
                 heartbeat: opts.heartbeat,
                 ..ExecutorConfig::default()
             };
-            Some(Pool::start(backlog.clone(), cfg).await?)
+            Some(Pool::start(queue.clone(), cfg).await?)
         } else {
             None
         };
         let (stop_load, stop_rx) = watch::channel(false);
-        let load = tokio::spawn(crate::loadgen::run(backlog.clone(), clock, load_config(cfg, opts), stop_rx));
-        Ok(Services { clock, server, url, backlog, downstream, metrics, snapshot, pool, join, load, stop_load })
+        let load_stats = Arc::new(LoadStats::default());
+        let load = tokio::spawn(crate::loadgen::run(
+            queue.clone(),
+            clock,
+            load_config(cfg, opts),
+            load_stats.clone(),
+            stop_rx,
+        ));
+        Ok(Services {
+            clock,
+            server,
+            url,
+            queue,
+            downstream,
+            metrics,
+            snapshot,
+            pool,
+            join,
+            load_stats,
+            load,
+            stop_load,
+        })
     }
 
     /// Wind down: arrivals stop, the executors finish their jobs (at most the run's timeout,
     /// and 5 s), the books are read, the downstream and `/metrics` stop, then Redis.
     pub(super) async fn stop(self, timeout: f64) -> Stopped {
         let _ = self.stop_load.send(true);
-        let load = self.load.await.unwrap_or_default();
+        let _ = self.load.await;
+        let load = self.load_stats;
         let pool = self.pool.as_ref().map(|p| p.stats());
         if let Some(p) = self.pool {
             p.stop(self.clock.wall(timeout).min(Duration::from_secs(5))).await;
         }
-        let accounting = self.backlog.accounting().await.ok();
+        let retries = load.retry_counts();
+        let accounting = self.queue.stats().await.ok().map(|s| Accounting::from_stats(&s, retries));
         let downstream = self.downstream.as_ref().map(|d| d.stats());
         if let Some(d) = self.downstream {
             d.shutdown().await;
@@ -117,6 +151,34 @@ impl Services {
         drop(self.server);
         Stopped { load, pool, accounting, downstream }
     }
+}
+
+/// The run's queue at `url`: reset first if asked; otherwise one that holds an earlier
+/// run's books is refused (nothing is deleted without `reset`).
+async fn connect(url: &str, opts: &LiveOptions) -> Result<Queue, LiveError> {
+    let queue = Queue::connect(url, &opts.namespace).await?;
+    if opts.reset {
+        queue.destroy().await?;
+        return Ok(Queue::connect(url, &opts.namespace).await?);
+    }
+    let s = queue.stats().await?;
+    if s.offered > 0 || s.in_stream > 0 || s.delayed > 0 {
+        return Err(LiveError::Queue(format!(
+            "queue {:?} at {} holds an earlier run's books ({} offered, {} in the backlog): pick another \
+             --namespace, or pass --reset to delete its keys first",
+            opts.namespace,
+            crate::redis_conn::redact(url),
+            s.offered,
+            s.waiting()
+        )));
+    }
+    Ok(queue)
+}
+
+/// Whether failed jobs may come back as retries (their dead letters are kept for the load
+/// generator; otherwise none is kept).
+fn load_retries(cfg: &Config, opts: &LiveOptions) -> bool {
+    load_config(cfg, opts).retry.probability > 0.0
 }
 
 /// A private redis-server (stopped when dropped) or none, and the URL to use.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use safegate_sim::record::{quantiles, Totals};
 
 use super::LoadSummary;
-use crate::backlog::Accounting;
+use crate::books::Accounting;
 use crate::executor::PoolStats;
 use crate::loadgen::LoadStats;
 

@@ -51,10 +51,5 @@ pub(crate) async fn connect_manager(
     Ok((client, con))
 }
 
-/// The URL without a password, for messages.
-pub fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://…@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
-    }
-}
+/// The URL without a password, for messages (the queue library's).
+pub use safegate_queue::redact;
