@@ -103,4 +103,11 @@ fn queues_spread_over_a_cluster_and_survive_a_failover_under_load() {
         report.0,
         report.1
     );
+    // A controller's takeover on the cluster (the lease and the grant are routed calls to
+    // the queue's slot, here on the promoted replica).
+    let q = rt.block_on(Queue::connect_cluster(&entry, "mail")).unwrap();
+    let lease = Duration::from_millis(400);
+    let gap = common::takeover_gap(&q, lease);
+    println!("takeover after kill on the cluster: {gap:?} (lease {lease:?})");
+    assert!(gap <= 2 * lease, "{gap:?}");
 }

@@ -279,3 +279,72 @@ fn output_within(mut cmd: Command, limit: Duration) -> std::process::Output {
 fn port_of(addr: &str) -> u16 {
     addr.split('@').next().unwrap().rsplit(':').next().unwrap().parse().unwrap()
 }
+
+/// A policy that always admits the same share.
+struct FixedShare(f64);
+
+impl safegate_core::Policy for FixedShare {
+    fn decide(&mut self, _: &safegate_core::Observation) -> safegate_core::Action {
+        safegate_core::Action::admit(self.0)
+    }
+    fn name(&self) -> &'static str {
+        "fixed"
+    }
+}
+
+fn one_thread() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap()
+}
+
+/// Two controllers of `q` on a `lease`: "a" leads, "b" follows; "a" dies without a word
+/// (its runtime dropped mid-flight, as `kill -9` leaves it). Returns the time from the
+/// death to b's first grant (b must follow while a leads, and take over within 4 leases).
+pub fn takeover_gap(q: &safegate_queue::Queue, lease: Duration) -> Duration {
+    use safegate_queue::Controller;
+    let main = one_thread();
+    let period = Duration::from_millis(20);
+    let leader_rt = one_thread();
+    let ql = q.clone();
+    leader_rt.spawn(async move {
+        Controller::new(&ql, Box::new(FixedShare(0.5)), 100)
+            .id("a")
+            .period(period)
+            .lease(lease)
+            .run(std::future::pending())
+            .await
+    });
+    main.block_on(async {
+        let t0 = Instant::now();
+        while q.grant().await.unwrap().is_none_or(|g| g.leader != "a") {
+            assert!(t0.elapsed() < Duration::from_secs(5), "a never led");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    });
+    let qf = q.clone();
+    let follower = main.spawn(async move {
+        Controller::new(&qf, Box::new(FixedShare(0.7)), 100)
+            .id("b")
+            .period(period)
+            .lease(lease)
+            .run(std::future::pending())
+            .await
+    });
+    std::thread::sleep(Duration::from_millis(200));
+    let before = main.block_on(q.grant()).unwrap().unwrap();
+    assert_eq!(before.leader, "a", "b must follow while a leads");
+    let killed = Instant::now();
+    leader_rt.shutdown_background();
+    let gap = main.block_on(async {
+        loop {
+            let g = q.grant().await.unwrap().unwrap();
+            if g.leader == "b" {
+                assert_eq!((g.share, g.epoch), (0.7, before.epoch + 1));
+                return killed.elapsed();
+            }
+            assert!(killed.elapsed() < 4 * lease, "b did not take over");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    });
+    follower.abort();
+    gap
+}
