@@ -121,6 +121,50 @@ impl Queue {
         Self::open_cluster(nodes, name, Some(tls.certificates())).await
     }
 
+    /// Connect as a command line names the server: `servers` is one URL, or with `cluster`
+    /// the comma-separated URLs of a Redis Cluster's nodes (one reachable node is enough;
+    /// several make the first connection survive one node being down). Several URLs
+    /// without `cluster` are refused (they name a cluster's nodes).
+    pub async fn connect_to(servers: &str, cluster: bool, name: &str) -> Result<Self, QueueError> {
+        let nodes = Self::nodes(servers, cluster)?;
+        if cluster {
+            Self::connect_cluster(&nodes, name).await
+        } else {
+            Self::connect(nodes[0], name).await
+        }
+    }
+
+    /// [`Queue::connect_to`] over TLS.
+    #[cfg(feature = "tls")]
+    pub async fn connect_to_tls(
+        servers: &str,
+        cluster: bool,
+        name: &str,
+        tls: &crate::Tls,
+    ) -> Result<Self, QueueError> {
+        let nodes = Self::nodes(servers, cluster)?;
+        if cluster {
+            Self::connect_cluster_tls(&nodes, name, tls).await
+        } else {
+            Self::connect_tls(nodes[0], name, tls).await
+        }
+    }
+
+    fn nodes(servers: &str, cluster: bool) -> Result<Vec<&str>, QueueError> {
+        let nodes: Vec<&str> = servers.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+        if nodes.is_empty() {
+            return Err(QueueError::setting("servers", format!("{servers:?}"), "a URL"));
+        }
+        if nodes.len() > 1 && !cluster {
+            return Err(QueueError::setting(
+                "servers",
+                redact(servers),
+                "several URLs name a cluster's nodes: connect to a cluster",
+            ));
+        }
+        Ok(nodes)
+    }
+
     async fn open_cluster(nodes: &[&str], name: &str, certs: Certs) -> Result<Self, QueueError> {
         let keys = Keys::new(name)?;
         let shown = nodes.iter().map(|n| redact(n)).collect::<Vec<_>>().join(",");

@@ -127,26 +127,16 @@ pub(crate) fn run(args: &GateArgs) -> Result<ExitCode> {
 
 /// The queue on one server or a cluster, over TLS when any TLS file is given.
 async fn connect(args: &GateArgs) -> Result<Queue> {
-    let nodes: Vec<&str> = args.redis.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
-    if nodes.is_empty() {
-        bail!("--redis {:?}: expected a URL", args.redis);
-    }
-    if nodes.len() > 1 && !args.cluster {
+    if args.redis.contains(',') && !args.cluster {
         bail!("--redis {}: several URLs name cluster nodes: add --cluster", redact(&args.redis));
     }
     let files = [&args.tls_ca, &args.tls_cert, &args.tls_key];
     Ok(if files.iter().any(|f| f.is_some()) {
         let tls =
             safegate_queue::Tls::from_files(args.tls_ca.as_deref(), args.tls_cert.as_deref(), args.tls_key.as_deref())?;
-        if args.cluster {
-            Queue::connect_cluster_tls(&nodes, &args.queue, &tls).await?
-        } else {
-            Queue::connect_tls(nodes[0], &args.queue, &tls).await?
-        }
-    } else if args.cluster {
-        Queue::connect_cluster(&nodes, &args.queue).await?
+        Queue::connect_to_tls(&args.redis, args.cluster, &args.queue, &tls).await?
     } else {
-        Queue::connect(nodes[0], &args.queue).await?
+        Queue::connect_to(&args.redis, args.cluster, &args.queue).await?
     })
 }
 

@@ -56,4 +56,12 @@ fn plumbing_names_an_unreachable_redis() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("redis://127.0.0.1:1/"), "{err}");
+    // A cluster needs its nodes; several URLs are a cluster's, and need --cluster.
+    let out = safegate(&["bench", "plumbing", "--jobs", "10", "--cluster"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--redis"));
+    let out = safegate(&["bench", "plumbing", "--jobs", "10", "--redis", "redis://127.0.0.1:1/,redis://127.0.0.1:2/"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cluster"), "{err}");
 }

@@ -46,6 +46,9 @@ pub struct PlumbingSpec {
     /// A running Redis (`redis://[:PASSWORD@]HOST:PORT/`); `None` starts a private
     /// redis-server on a free loopback port and stops it after.
     pub redis: Option<String>,
+    /// `redis` lists the nodes of a running Redis Cluster (comma-separated); the peer is not
+    /// run on it.
+    pub cluster: bool,
 }
 
 /// One stack's run in one round.
@@ -142,6 +145,12 @@ pub(crate) fn shares(n: u64) -> Vec<u64> {
 /// every round on `rt` (dropped before the server stops) and return the figures.
 pub fn plumbing(spec: &PlumbingSpec, rt: Runtime) -> Result<Report> {
     check(spec)?;
+    if spec.cluster && spec.redis.is_none() {
+        return Err(Error::input(
+            "redis",
+            "a cluster's nodes are needed with --cluster (this bench starts no cluster)",
+        ));
+    }
     let (server, url) = match &spec.redis {
         Some(u) => (None, u.clone()),
         None => {
@@ -154,6 +163,7 @@ pub fn plumbing(spec: &PlumbingSpec, rt: Runtime) -> Result<Report> {
         Some(s) => format!("private redis-server on 127.0.0.1:{}", s.port()),
         None => redact(&url),
     };
+    let shown = if spec.cluster { format!("Redis Cluster at {shown}") } else { shown };
     let report = rt.block_on(rounds(spec, &url, shown));
     drop(rt);
     drop(server);
@@ -162,26 +172,30 @@ pub fn plumbing(spec: &PlumbingSpec, rt: Runtime) -> Result<Report> {
 
 async fn rounds(a: &PlumbingSpec, url: &str, shown: String) -> Result<Report> {
     // Reachable? A clear error naming the URL before anything starts.
-    safegate_queue::Queue::connect(url, "sgbench-probe")
+    safegate_queue::Queue::connect_to(url, a.cluster, "sgbench-probe")
         .await
         .map_err(|e| Error::input("redis", format!("{}: {}", redact(url), crate::error::chain(&e))))?;
     let run_id = safegate_live::executor::new_incarnation();
     let mut ours = queue::report();
     let mut peer = peer::report();
+    if a.cluster {
+        peer.error = Some("not run on a cluster by this bench".into());
+    }
     for r in 0..a.rounds {
         let ns = |stack: &str| format!("sgbench-{run_id}-r{r}-{stack}");
         // Alternate the order, so neither stack always runs on a warmer (or more
         // fragmented) Redis.
         let peer_first = r % 2 == 1;
-        if peer_first {
+        let peer_runs = peer.error.is_none();
+        if peer_first && peer_runs {
             peer::round(&mut peer, url, &ns(peer::NAME), a.jobs, a.executors).await;
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        let round = queue::round(url, &ns("queue"), a.jobs, a.executors)
+        let round = queue::round(url, a.cluster, &ns("queue"), a.jobs, a.executors)
             .await
             .map_err(|e| Error::failed(format!("{OURS}, round {}", r + 1), e))?;
         ours.rounds.push(round);
-        if !peer_first {
+        if !peer_first && peer_runs {
             tokio::time::sleep(Duration::from_millis(200)).await;
             peer::round(&mut peer, url, &ns(peer::NAME), a.jobs, a.executors).await;
         }
@@ -222,7 +236,7 @@ mod tests {
 
     #[test]
     fn bad_inputs_name_the_field() {
-        let spec = PlumbingSpec { jobs: 10, executors: 8, rounds: 1, redis: None };
+        let spec = PlumbingSpec { jobs: 10, executors: 8, rounds: 1, redis: None, cluster: false };
         let field = |s: PlumbingSpec| check(&s).unwrap_err().field().map(String::from);
         assert_eq!(field(PlumbingSpec { jobs: 0, ..spec.clone() }).as_deref(), Some("jobs"));
         assert_eq!(field(PlumbingSpec { jobs: MAX_JOBS + 1, ..spec.clone() }).as_deref(), Some("jobs"));
@@ -234,7 +248,7 @@ mod tests {
     #[test]
     fn a_short_run_balances_our_books() {
         let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().expect("runtime");
-        let spec = PlumbingSpec { jobs: 200, executors: 4, rounds: 2, redis: None };
+        let spec = PlumbingSpec { jobs: 200, executors: 4, rounds: 2, redis: None, cluster: false };
         let r = plumbing(&spec, rt).expect("measured");
         let ours = &r.stacks[0];
         assert_eq!(ours.stack, OURS);

@@ -44,8 +44,8 @@ fn quantile_ms(xs: &mut [Duration], q: f64) -> Option<f64> {
 /// One run: a fresh queue (cap and fallback `n`: every offer admitted, no controller), a
 /// worker of `p` lanes, `n` offers from the producers, the books; then `REJECTED_OFFERS`
 /// offers against a bound of 1 with no worker, each turned away.
-pub(super) async fn round(url: &str, name: &str, n: u64, p: u32) -> Result<Round> {
-    let q = Queue::connect(url, name).await.map_err(failed("connecting"))?;
+pub(super) async fn round(url: &str, cluster: bool, name: &str, n: u64, p: u32) -> Result<Round> {
+    let q = Queue::connect_to(url, cluster, name).await.map_err(failed("connecting"))?;
     q.configure(&QueueConfig { cap: n.max(1), fallback: n.max(1), ..QueueConfig::default() })
         .await
         .map_err(failed("configuring"))?;

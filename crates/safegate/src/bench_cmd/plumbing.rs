@@ -25,6 +25,10 @@ pub(super) struct PlumbingArgs {
     /// redis-server is started on a free loopback port and stopped after.
     #[arg(long, value_name = "URL")]
     redis: Option<String>,
+    /// --redis lists the nodes of a running Redis Cluster (comma-separated); our stack runs
+    /// on it, the peer does not.
+    #[arg(long, requires = "redis")]
+    cluster: bool,
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
@@ -32,7 +36,13 @@ pub(super) struct PlumbingArgs {
 
 /// `safegate bench plumbing`.
 pub(super) fn run(a: &PlumbingArgs) -> Result<ExitCode> {
-    let spec = PlumbingSpec { jobs: a.jobs, executors: a.executors, rounds: a.rounds, redis: a.redis.clone() };
+    let spec = PlumbingSpec {
+        jobs: a.jobs,
+        executors: a.executors,
+        rounds: a.rounds,
+        redis: a.redis.clone(),
+        cluster: a.cluster,
+    };
     let report = plumbing(&spec, crate::runtime::runtime()?).map_err(flagged)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
