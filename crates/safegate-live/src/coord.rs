@@ -33,6 +33,7 @@
 //! it holds never exceeds what it was.
 
 use redis::aio::ConnectionManager;
+use redis::cluster_async::ClusterConnection;
 use redis::Script;
 use serde::Serialize;
 
@@ -140,10 +141,18 @@ impl PriceConfig {
     }
 }
 
+/// A connection to one server, or to a Redis Cluster (the fleet's two keys share the hash
+/// tag `{NS}`, so the script runs on the primary of their slot).
+#[derive(Clone)]
+enum Con {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
 /// One gate's handle on the coordinator.
 #[derive(Clone)]
 pub struct Coordinator {
-    con: ConnectionManager,
+    con: Con,
     url: String,
     ns: String,
     price: Script,
@@ -157,24 +166,57 @@ impl std::fmt::Debug for Coordinator {
 }
 
 impl Coordinator {
-    /// Connect to the coordination Redis at `url` (namespace `ns`).
+    /// Connect to the coordination Redis at `url` (namespace `ns`): one server, or a Redis
+    /// Cluster, named by any of its nodes (a node that says `cluster_enabled:1` is taken
+    /// for one) or by its comma-separated nodes.
     pub async fn connect(url: &str, ns: &str, cfg: PriceConfig) -> Result<Self, LiveError> {
+        if url.contains(',') {
+            let nodes: Vec<&str> = url.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+            return Self::connect_cluster(&nodes, ns, cfg).await;
+        }
         check_namespace(ns)?;
         cfg.check()?;
         let (_, con) = connect_manager(url, std::time::Duration::from_millis(500), 1).await?;
+        let info: String = redis::cmd("INFO").arg("cluster").query_async(&mut con.clone()).await.unwrap_or_default();
+        if info.contains("cluster_enabled:1") {
+            return Self::connect_cluster(&[url], ns, cfg).await;
+        }
         let shown = redact(url);
-        Ok(Self { con, url: shown, ns: ns.to_string(), price: Script::new(PRICE), cfg })
+        Ok(Self { con: Con::Single(con), url: shown, ns: ns.to_string(), price: Script::new(PRICE), cfg })
+    }
+
+    /// Connect to a Redis Cluster through any of its `nodes` (namespace `ns`).
+    pub async fn connect_cluster(nodes: &[&str], ns: &str, cfg: PriceConfig) -> Result<Self, LiveError> {
+        check_namespace(ns)?;
+        cfg.check()?;
+        let shown = nodes.iter().map(|n| redact(n)).collect::<Vec<_>>().join(",");
+        let err = |what: &str| {
+            let (url, what) = (shown.clone(), what.to_string());
+            move |error| LiveError::Redis { url, what, error }
+        };
+        let timeout = std::time::Duration::from_millis(500);
+        let client = redis::cluster::ClusterClient::builder(nodes.iter().copied())
+            .connection_timeout(timeout)
+            .response_timeout(timeout)
+            .build()
+            .map_err(err("parsing the node URLs"))?;
+        let con = tokio::time::timeout(4 * timeout, client.get_async_connection())
+            .await
+            .map_err(|_| LiveError::Redis {
+                url: shown.clone(),
+                what: "connecting to the cluster".into(),
+                error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+            })?
+            .map_err(err("connecting to the cluster"))?;
+        Ok(Self { con: Con::Cluster(con), url: shown, ns: ns.to_string(), price: Script::new(PRICE), cfg })
     }
 
     /// Publish this gate's demand and heartbeat and get its grant. `has` is the rate it
     /// currently believes it holds (capped in the coordinator's learning period).
     pub async fn refresh(&self, gate: &str, demand: f64, weight: f64, has: f64) -> Result<Grant, LiveError> {
-        let mut c = self.con.clone();
         let clean = |x: f64| if x.is_finite() && x > 0.0 { x } else { 0.0 };
-        let v: Vec<String> = self
-            .price
-            .key(format!("{}:fleet:gates", self.ns))
-            .key(format!("{}:fleet:state", self.ns))
+        let mut call = self.price.key(format!("{{{}}}:fleet:gates", self.ns));
+        call.key(format!("{{{}}}:fleet:state", self.ns))
             .arg(gate)
             .arg(clean(demand))
             .arg(clean(weight).max(1e-9))
@@ -182,10 +224,12 @@ impl Coordinator {
             .arg(self.cfg.capacity)
             .arg(self.cfg.gamma)
             .arg(self.cfg.lease_ms)
-            .arg(self.cfg.max_step_ms)
-            .invoke_async(&mut c)
-            .await
-            .map_err(|error| LiveError::Redis { url: self.url.clone(), what: "price script".into(), error })?;
+            .arg(self.cfg.max_step_ms);
+        let v: redis::RedisResult<Vec<String>> = match &self.con {
+            Con::Single(c) => call.invoke_async(&mut c.clone()).await,
+            Con::Cluster(c) => call.invoke_async(&mut c.clone()).await,
+        };
+        let v = v.map_err(|error| LiveError::Redis { url: self.url.clone(), what: "price script".into(), error })?;
         let f = |i: usize| v.get(i).and_then(|s| s.parse::<f64>().ok()).unwrap_or(0.0);
         Ok(Grant {
             rate: f(0).max(0.0),
