@@ -37,7 +37,7 @@ use redis::cluster_async::ClusterConnection;
 use redis::Script;
 use serde::Serialize;
 
-use crate::redis_conn::{check_namespace, connect_manager, redact};
+use crate::redis_conn::{check_namespace, connect_manager, redact, timed_out};
 use crate::LiveError;
 
 /// Publish demand and heartbeat, update the price, return the grant.
@@ -202,11 +202,7 @@ impl Coordinator {
             .map_err(err("parsing the node URLs"))?;
         let con = tokio::time::timeout(4 * timeout, client.get_async_connection())
             .await
-            .map_err(|_| LiveError::Redis {
-                url: shown.clone(),
-                what: "connecting to the cluster".into(),
-                error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-            })?
+            .map_err(|_| timed_out(&shown, "connecting to the cluster"))?
             .map_err(err("connecting to the cluster"))?;
         Ok(Self { con: Con::Cluster(con), url: shown, ns: ns.to_string(), price: Script::new(PRICE), cfg })
     }

@@ -42,13 +42,18 @@ pub(crate) async fn connect_manager(
     let con =
         tokio::time::timeout(2 * timeout + Duration::from_secs(1), client.get_connection_manager_with_config(cfg))
             .await
-            .map_err(|_| LiveError::Redis {
-                url: shown.clone(),
-                what: "connecting".into(),
-                error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
-            })?
+            .map_err(|_| timed_out(&shown, "connecting"))?
             .map_err(err("connecting"))?;
     Ok((client, con))
+}
+
+/// `what` at `url` took longer than its bound.
+pub(crate) fn timed_out(url: &str, what: &str) -> LiveError {
+    LiveError::Redis {
+        url: url.to_string(),
+        what: what.into(),
+        error: redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut)),
+    }
 }
 
 /// The URL without a password, for messages (the queue library's).
