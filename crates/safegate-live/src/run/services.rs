@@ -67,6 +67,7 @@ impl Services {
         let queue = connect(&url, opts).await?;
         let bound = cfg.pool.capacity as u64;
         let slots = cfg.pool.executors;
+        let load_cfg = load_config(cfg, opts);
         // Until the controller's first grant: share 1 and the cap (the gate open, as the
         // seed's run starts). A failed attempt fails its job for good: the load generator
         // decides on the retry, as the seed's clients do.
@@ -75,7 +76,9 @@ impl Services {
                 cap: bound,
                 fallback: bound,
                 max_attempts: 1_000_000,
-                dead_max: if load_retries(cfg, opts) { 1_000_000 } else { 0 },
+                // A failed job's dead letter is the retry's source: kept only when the load
+                // generator may retry it.
+                dead_max: if load_cfg.retry.probability > 0.0 { 1_000_000 } else { 0 },
                 ..QueueConfig::default()
             })
             .await?;
@@ -106,13 +109,7 @@ impl Services {
         };
         let (stop_load, stop_rx) = watch::channel(false);
         let load_stats = Arc::new(LoadStats::default());
-        let load = tokio::spawn(crate::loadgen::run(
-            queue.clone(),
-            clock,
-            load_config(cfg, opts),
-            load_stats.clone(),
-            stop_rx,
-        ));
+        let load = tokio::spawn(crate::loadgen::run(queue.clone(), clock, load_cfg, load_stats.clone(), stop_rx));
         Ok(Services {
             clock,
             server,
@@ -173,12 +170,6 @@ async fn connect(url: &str, opts: &LiveOptions) -> Result<Queue, LiveError> {
         )));
     }
     Ok(queue)
-}
-
-/// Whether failed jobs may come back as retries (their dead letters are kept for the load
-/// generator; otherwise none is kept).
-fn load_retries(cfg: &Config, opts: &LiveOptions) -> bool {
-    load_config(cfg, opts).retry.probability > 0.0
 }
 
 /// A private redis-server (stopped when dropped) or none, and the URL to use.
