@@ -124,23 +124,6 @@ impl LiveArgs {
     }
 }
 
-fn progress_line(p: &Progress) -> String {
-    let k = p.concurrency.map_or("all".to_string(), |k| k.to_string());
-    format!(
-        "t {:>6.1}/{:.0} s  q {:>4}  admit {:>4.2}  executors {k:>3}  offered {}  admitted {}  done {}  failed {}  redelivered {}  lost {}",
-        p.t,
-        p.duration,
-        p.queue,
-        p.admit,
-        p.acc.offered,
-        p.acc.admitted,
-        p.acc.completed,
-        p.acc.failed,
-        p.acc.redelivered,
-        p.acc.lost()
-    )
-}
-
 pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let overrides = args.overrides()?;
     let (mut scenario, origin) = match &args.scenario {
@@ -289,28 +272,13 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             status.note(&format!("metrics: http://{addr}/metrics"));
             metrics_shown = true;
         }
-        status.show(&progress_line(p), p.t / p.duration)
+        status.show(&p.line(), p.t / p.duration)
     };
     let run = async { Ok(safegate_live::run::run(&live_run, policy, &mut on_progress).await?) };
     let report: LiveReport = rt.block_on(crate::stop::on_signal(run, "the run and its private Redis were stopped"))?;
     status.finish();
-    let tried = report.load.arrivals + report.load.retries;
-    if tried > 0 && report.load.unsent as f64 > safegate_live::run::UNSENT_WARNING_SHARE * tried as f64 {
-        eprintln!(
-            "warning: {} of {} offers ({:.1} %) were never made (Redis unavailable, or more than the load \
-             generator could send at {}×): the live run carried a lighter load than its scenario's",
-            report.load.unsent,
-            tried,
-            100.0 * report.load.unsent as f64 / tried as f64,
-            report.speed
-        );
-    }
-    if (report.decisions as f64) < 0.8 * report.planned_decisions as f64 {
-        eprintln!(
-            "warning: the controller took {} of its {} planned decisions: Redis or the cores were saturated, \
-             and the gate acted less often than the scenario's run.dt",
-            report.decisions, report.planned_decisions
-        );
+    for w in report.warnings() {
+        eprintln!("warning: {w}");
     }
     let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
     let run_report = RunReport {
@@ -353,7 +321,7 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     } else {
         say(&render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));
         say(&verdict_block(&columns));
-        say(&render_accounting(&report));
+        say(&report.accounting_table());
         if let Some(ChartTo::File(path)) = &chart {
             say(&format!("chart: {}\n", path.display()));
         }
@@ -366,31 +334,4 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         return Ok(ExitCode::from(1));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn render_accounting(r: &LiveReport) -> String {
-    let a = &r.accounting;
-    let mut s = String::from("job accounting\n");
-    let rows: [(&str, String); 12] = [
-        ("offered", format!("{} ({} retries)", a.offered, a.offered_retries)),
-        ("admitted", format!("{} ({} retries)", a.admitted, a.admitted_retries)),
-        ("rejected by the share", a.rejected.to_string()),
-        ("rejected, backlog full", a.rejected_full.to_string()),
-        ("completed", a.completed.to_string()),
-        ("failed (attempts)", a.failed.to_string()),
-        ("retried", r.load.retries.to_string()),
-        ("abandoned after failing", format!("{} ({} over budget)", r.load.abandoned, r.load.over_budget)),
-        ("in backlog at the end", format!("{} ({} in service)", a.in_backlog, a.in_service)),
-        ("redelivered", a.redelivered.to_string()),
-        ("lost", format!("{} (admitted − completed − failed − in backlog; must be 0)", r.lost)),
-        ("unsent offers", r.load.unsent.to_string()),
-    ];
-    for (k, v) in rows {
-        s.push_str(&format!("  {k:<26}{v}\n"));
-    }
-    s.push_str(&format!(
-        "  {:<26}{} decisions, {} periods without Redis; {:.1} s wall; redis {}\n",
-        "controller", r.decisions, r.controller_errors, r.wall_seconds, r.redis
-    ));
-    s
 }

@@ -29,8 +29,10 @@ pub const MAX_EXECUTORS: u32 = 1024;
 pub const MAX_ROUNDS: usize = 100;
 /// Concurrent producer tasks enqueueing a round's jobs, per stack.
 pub const PRODUCERS: u64 = 8;
-/// The target for our plumbing \[jobs/s\].
-const TARGET_JOBS_PER_S: f64 = 5000.0;
+/// The target for our plumbing \[jobs/s\]: what the live system's own scripts reached on
+/// this 2-core machine before it ran on the queue library (14,314), which the library must
+/// match (the first target, 5,000, is long passed).
+const TARGET_JOBS_PER_S: f64 = 14_000.0;
 /// Our stack's name in the report.
 pub const OURS: &str = "safegate";
 
@@ -110,6 +112,57 @@ pub struct Report {
     pub meets_target: bool,
     /// Ours (the queue crate's public API, the live system's path), then the peer.
     pub stacks: Vec<StackReport>,
+}
+
+impl Report {
+    /// The figures as the text table `safegate bench plumbing` prints.
+    pub fn table(&self) -> String {
+        use std::fmt::Write as _;
+        let r = self;
+        let mut o = String::new();
+        let _ = writeln!(
+            o,
+            "safegate bench plumbing: {} no-op jobs per round and stack, {} producers, {} executors, median of {} rounds",
+            r.jobs, r.producers, r.executors, r.rounds
+        );
+        let _ = writeln!(o, "redis: {}\nmeasured: {}\n", r.redis, r.measured);
+        let head = format!("jobs/s (median of {})", r.rounds);
+        let _ = writeln!(o, "{:<15} {head:>22}   rounds (jobs/s; enqueue done at s / last ack at s)", "stack");
+        for s in &r.stacks {
+            let rounds: Vec<String> =
+                s.rounds.iter().map(|q| format!("{:.0} ({:.2}/{:.2})", q.jobs_per_s, q.enqueue_secs, q.secs)).collect();
+            let _ = match (s.jobs_per_s, &s.error) {
+                (Some(x), _) => writeln!(o, "{:<15} {x:>22.0}   {}", s.stack, rounds.join(", ")),
+                (None, Some(e)) => writeln!(o, "{:<15} {:>22}   {e}", s.stack, "-"),
+                (None, None) => writeln!(o, "{:<15} {:>22}", s.stack, "-"),
+            };
+        }
+        for s in &r.stacks {
+            let ms = |f: fn(&Round) -> Option<f64>| {
+                let v: Vec<String> = s.rounds.iter().filter_map(f).map(|x| format!("{x:.2}")).collect();
+                (!v.is_empty()).then(|| v.join(", "))
+            };
+            if let (Some(p50), Some(p99)) = (ms(|q| q.admitted_p50_ms), ms(|q| q.admitted_p99_ms)) {
+                let _ = writeln!(o, "{}: enqueue latency, admitted: p50 {p50} ms, p99 {p99} ms (per round)", s.stack);
+            }
+            if let Some(p99) = ms(|q| q.rejected_p99_ms) {
+                let _ =
+                    writeln!(o, "{}: enqueue latency, turned away at a full bound: p99 {p99} ms (per round)", s.stack);
+            }
+        }
+        o.push_str("\nper job:\n");
+        for s in &r.stacks {
+            let _ = writeln!(o, "  {}: {}", s.stack, s.path);
+        }
+        let ours = r.stacks.iter().find(|s| s.stack == OURS).and_then(|s| s.jobs_per_s).unwrap_or(f64::NAN);
+        let met = if r.meets_target { "met" } else { "NOT met" };
+        let _ = writeln!(
+            o,
+            "\ntarget: ≥ {:.0} jobs/s for our plumbing: {met} ({ours:.0} jobs/s, median of {} rounds)",
+            r.target_jobs_per_s, r.rounds
+        );
+        o
+    }
 }
 
 const MEASURED: &str = "wall time from the first enqueue to the last acknowledgement of N no-op jobs, \
@@ -232,6 +285,40 @@ mod tests {
             assert!(s.len() as u64 <= PRODUCERS);
             assert!(s.iter().all(|&c| c > 0));
         }
+    }
+
+    #[test]
+    fn the_table_names_every_stack_and_the_target() {
+        let round = Round {
+            jobs_per_s: 12_000.0,
+            secs: 1.0,
+            enqueue_secs: 0.9,
+            completed: 10,
+            lost: 0,
+            admitted_p50_ms: Some(0.5),
+            admitted_p99_ms: Some(1.25),
+            rejected_p99_ms: None,
+        };
+        let ours = StackReport { jobs_per_s: Some(12_000.0), rounds: vec![round], ..queue::report() };
+        let peer = StackReport { error: Some("not built".into()), ..peer::report() };
+        let mut r = Report {
+            jobs: 10,
+            executors: 8,
+            producers: PRODUCERS,
+            rounds: 1,
+            redis: "here".into(),
+            measured: MEASURED,
+            target_jobs_per_s: 14_000.0,
+            meets_target: false,
+            stacks: vec![ours, peer],
+        };
+        let t = r.table();
+        assert!(t.contains("12000 (0.90/1.00)"), "{t}");
+        assert!(t.contains("p50 0.50 ms, p99 1.25 ms"), "{t}");
+        assert!(t.contains(&format!("{} ", peer::NAME)) && t.contains("not built"), "{t}");
+        assert!(t.contains("NOT met (12000 jobs/s"), "{t}");
+        r.meets_target = true;
+        assert!(r.table().contains(": met (12000 jobs/s"));
     }
 
     #[test]

@@ -96,3 +96,73 @@ pub struct LoadSummary {
     /// Offers never made (Redis unavailable, or the generator's own limit).
     pub unsent: u64,
 }
+
+impl Progress {
+    /// One status line: model time, backlog, share, executors and the books.
+    pub fn line(&self) -> String {
+        let k = self.concurrency.map_or("all".to_string(), |k| k.to_string());
+        let a = &self.acc;
+        format!(
+            "t {:>6.1}/{:.0} s  q {:>4}  admit {:>4.2}  executors {k:>3}  offered {}  admitted {}  done {}  failed {}  redelivered {}  lost {}",
+            self.t, self.duration, self.queue, self.admit, a.offered, a.admitted, a.completed, a.failed, a.redelivered, a.lost()
+        )
+    }
+}
+
+impl LiveReport {
+    /// What a reader should doubt about the run: offers never made (over
+    /// [`UNSENT_WARNING_SHARE`](super::UNSENT_WARNING_SHARE) of them), or a controller that
+    /// took under 80 % of its planned decisions. Empty when neither.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        let tried = self.load.arrivals + self.load.retries;
+        if tried > 0 && self.load.unsent as f64 > super::UNSENT_WARNING_SHARE * tried as f64 {
+            w.push(format!(
+                "{} of {tried} offers ({:.1} %) were never made (Redis unavailable, or more than the load \
+                 generator could send at {}×): the live run carried a lighter load than its scenario's",
+                self.load.unsent,
+                100.0 * self.load.unsent as f64 / tried as f64,
+                self.speed
+            ));
+        }
+        if (self.decisions as f64) < 0.8 * self.planned_decisions as f64 {
+            w.push(format!(
+                "the controller took {} of its {} planned decisions: Redis or the cores were saturated, \
+                 and the gate acted less often than the scenario's run.dt",
+                self.decisions, self.planned_decisions
+            ));
+        }
+        w
+    }
+
+    /// The job accounting as a text table.
+    pub fn accounting_table(&self) -> String {
+        let (a, l) = (&self.accounting, &self.load);
+        let rows: [(&str, String); 13] = [
+            ("offered", format!("{} ({} retries)", a.offered, a.offered_retries)),
+            ("admitted", format!("{} ({} retries)", a.admitted, a.admitted_retries)),
+            ("rejected by the share", a.rejected.to_string()),
+            ("rejected, backlog full", a.rejected_full.to_string()),
+            ("completed", a.completed.to_string()),
+            ("failed (attempts)", a.failed.to_string()),
+            ("retried", l.retries.to_string()),
+            ("abandoned after failing", format!("{} ({} over budget)", l.abandoned, l.over_budget)),
+            ("in backlog at the end", format!("{} ({} in service)", a.in_backlog, a.in_service)),
+            ("redelivered", a.redelivered.to_string()),
+            ("lost", format!("{} (admitted − completed − failed − in backlog; must be 0)", self.lost)),
+            ("unsent offers", l.unsent.to_string()),
+            (
+                "controller",
+                format!(
+                    "{} decisions, {} periods without Redis; {:.1} s wall; redis {}",
+                    self.decisions, self.controller_errors, self.wall_seconds, self.redis
+                ),
+            ),
+        ];
+        let mut s = String::from("job accounting\n");
+        for (k, v) in rows {
+            s.push_str(&format!("  {k:<26}{v}\n"));
+        }
+        s
+    }
+}
