@@ -28,12 +28,16 @@ struct Delivery {
     id: String,
     payload: String,
     attempt: u32,
+    /// When it entered the stream or first was enqueued (`first`, else `at`) \[µs\].
     at_us: u64,
+    /// The entry's `at` field as read, passed back to `sg_ack`.
+    entered: Option<String>,
 }
 
 /// A handler's outcome, to be recorded.
 struct Outcome {
     id: String,
+    entered: Option<String>,
     result: Result<(), JobError>,
     service_us: u64,
 }
@@ -185,6 +189,7 @@ impl Lane {
             payload: get("job").unwrap_or_default(),
             attempt: get("n").and_then(|n| n.parse::<u32>().ok()).unwrap_or(0).saturating_add(1),
             at_us: get("first").or_else(|| get("at")).and_then(|a| a.parse().ok()).unwrap_or(0),
+            entered: get("at"),
             id: entry.id,
         }))
     }
@@ -225,7 +230,7 @@ impl Lane {
                 }
             }
         };
-        Outcome { id: d.id, result, service_us: start.elapsed().as_micros() as u64 }
+        Outcome { id: d.id, entered: d.entered, result, service_us: start.elapsed().as_micros() as u64 }
     }
 
     /// Record an outcome (`sg_ack` or `sg_fail`) and count it.
@@ -235,7 +240,8 @@ impl Lane {
         match o.result {
             Ok(()) => {
                 let keys = [&*q.keys.jobs, &q.keys.count];
-                let args = (&o.id, GROUP, o.service_us);
+                let entered = o.entered.as_deref().unwrap_or("");
+                let args = (&o.id, GROUP, o.service_us, entered);
                 let n: i64 = self.retrying(|| q.fcall("sg_ack", &keys, &args)).await?;
                 if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
             }

@@ -22,7 +22,7 @@
 
 local WIRE = 1
 -- This library's revision: a component never replaces a newer one it finds loaded.
-local REVISION = 3
+local REVISION = 4
 
 local function now_us()
   local t = redis.call('TIME')
@@ -119,17 +119,23 @@ local function enqueue(keys, args)
   return {0, id, 0, mode}
 end
 
--- FCALL sg_ack 2 jobs count id group service_us
+-- FCALL sg_ack 2 jobs count id group service_us [at_us]
 -- Count one job done and remove it. Returns 1 + its time in the system [µs] if this
 -- acknowledgement counted, 0 if the job had already been acknowledged or given back.
+-- `at_us`, the entry's `at` field as the worker read it, saves reading the entry again
+-- (a seek through the stream's node); without it (or if not a number) it is read here.
 local function ack(keys, args)
   local jobs, count = keys[1], keys[2]
-  local e = redis.call('XRANGE', jobs, args[1], args[1])
+  local at = tonumber(args[4])
+  local e = nil
+  if at == nil or at ~= at then e = redis.call('XRANGE', jobs, args[1], args[1]) end
   if redis.call('XACK', jobs, args[2], args[1]) == 0 then return 0 end
   redis.call('XDEL', jobs, args[1])
   local now = now_us()
-  local at = now
-  if e[1] then at = num(fields(e[1])['at'], now) end
+  if e ~= nil then
+    at = now
+    if e[1] then at = num(fields(e[1])['at'], now) end
+  end
   local lat = math.max(0, now - at)
   local svc = math.min(lat, math.max(0, num(args[3], 0)))
   redis.call('HINCRBY', count, 'completed', 1)

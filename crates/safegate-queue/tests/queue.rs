@@ -757,3 +757,48 @@ async fn a_tower_service_is_a_handler_with_its_layers() {
     assert!(most.load(Ordering::SeqCst) <= 2, "{} in service at once", most.load(Ordering::SeqCst));
     assert!(q.stats().await.unwrap().balanced());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ack_given_the_entrys_time_counts_as_one_that_reads_it() {
+    // sg_ack's optional `at_us` (the entry's `at`, as the worker read it) saves the entry's
+    // re-read; the books are the same with it, without it, or with a value that is not a
+    // number; a second ack of the same job counts nothing.
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "acks").await.unwrap();
+    let p = q.producer::<u32>();
+    for n in 0..3 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
+    let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
+        .arg(&["GROUP", "workers", "t/0", "COUNT", "3", "STREAMS", "sg:{acks}:jobs", ">"])
+        .query(&mut c)
+        .unwrap();
+    let entries = &read.keys[0].ids;
+    assert_eq!(entries.len(), 3);
+    std::thread::sleep(Duration::from_millis(30));
+    let ack = |c: &mut redis::Connection, id: &str, at: Option<&str>| -> i64 {
+        let mut cmd = redis::cmd("FCALL");
+        cmd.arg(&["sg_ack", "2", "sg:{acks}:jobs", "sg:{acks}:count", id, "workers", "5000"]);
+        if let Some(at) = at {
+            cmd.arg(at);
+        }
+        cmd.query(c).unwrap()
+    };
+    let at: String = redis::from_redis_value_ref(&entries[0].map["at"]).unwrap();
+    let lats = [
+        ack(&mut c, &entries[0].id, Some(&at)),
+        ack(&mut c, &entries[1].id, None),
+        ack(&mut c, &entries[2].id, Some("not a number")),
+    ];
+    for lat in lats {
+        // Each in the stream 30 ms or more, and far less than a second.
+        assert!((30_000..1_000_000).contains(&lat), "{lats:?}");
+    }
+    assert_eq!(ack(&mut c, &entries[0].id, Some(&at)), 0, "a second ack counts nothing");
+    let s = q.stats().await.unwrap();
+    assert_eq!((s.completed, s.waiting(), s.in_service), (3, 0, 0), "{s:?}");
+    assert!(s.balanced(), "{s:?}");
+    assert_eq!(s.latency_us, lats.iter().map(|l| (l - 1) as u64).sum::<u64>(), "{s:?}");
+    assert_eq!(s.service_us, 3 * 5000, "{s:?}");
+}
