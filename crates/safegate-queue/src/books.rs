@@ -101,6 +101,7 @@ impl Queue {
             expires_us,
             epoch: f("epoch").map_or(0, |e| e.max(0.0) as u64),
             leader: m.get("leader").cloned().unwrap_or_default(),
+            shed_retries: m.get("shed").is_some_and(|v| v == "1"),
         }))
     }
 

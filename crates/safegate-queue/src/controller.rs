@@ -309,7 +309,16 @@ impl Controller {
                 .fcall(
                     "sg_publish",
                     &[&q.keys.leader, &q.keys.gate],
-                    &(&self.id, &share.to_string(), &conc, &bound, &lease_us, &retry_us, &job_us),
+                    &(
+                        &self.id,
+                        &share.to_string(),
+                        &conc,
+                        &bound,
+                        &lease_us,
+                        &retry_us,
+                        &job_us,
+                        u8::from(action.shed_retries),
+                    ),
                 )
                 .await?;
             if ok == 1 {

@@ -246,7 +246,7 @@ impl Lane {
                 if n == 0 { &s.late } else { &s.completed }.fetch_add(1, Ordering::Relaxed);
             }
             Err(e) => {
-                let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config];
+                let keys = [&*q.keys.jobs, &q.keys.count, &q.keys.delayed, &q.keys.dead, &q.keys.config, &q.keys.gate];
                 let fatal = if e.is_fatal() { "1" } else { "0" };
                 let u = jitter(&o.id);
                 let args = (&o.id, GROUP, e.message(), fatal, o.service_us, u);

@@ -9,7 +9,7 @@
 --   sg:{NAME}:jobs     stream, group `workers`: admitted jobs until acknowledged; fields job
 --                      (payload), at (entered the stream, µs), first (first enqueued, µs;
 --                      absent on a first attempt), n (attempts made)
---   sg:{NAME}:gate     hash: the controller's grant (share, conc, bound, expires, ...)
+--   sg:{NAME}:gate     hash: the controller's grant (share, conc, bound, expires, shed, ...)
 --   sg:{NAME}:config   hash: cap, fallback, max_attempts, backoff_us, backoff_max_us, dead_max
 --   sg:{NAME}:count    hash: the books
 --   sg:{NAME}:delayed  sorted set: failed attempts waiting for their retry (score: due, µs)
@@ -22,7 +22,7 @@
 
 local WIRE = 1
 -- This library's revision: a component never replaces a newer one it finds loaded.
-local REVISION = 4
+local REVISION = 5
 
 local function now_us()
   local t = redis.call('TIME')
@@ -144,12 +144,16 @@ local function ack(keys, args)
   return lat + 1
 end
 
--- FCALL sg_fail 5 jobs count delayed dead config id group error fatal service_us u
+-- FCALL sg_fail 6 jobs count delayed dead config gate id group error fatal service_us u
+-- (or 5 keys, without the gate: then no shedding)
 -- One attempt failed. `fatal` = 1: the job is failed for good (counted `failed`, kept in the
 -- dead list). Otherwise it is retried after an exponential backoff with jitter
 -- (backoff_us·2^(attempt−1), capped at backoff_max_us, times 0.5 + u/2) until its attempts
--- reach max_attempts, then dead-lettered (counted `dead`). Returns 0 (not counted: already
--- acknowledged or given back), 1 retried, 2 dead-lettered, 3 failed.
+-- reach max_attempts, then dead-lettered (counted `dead`). While the grant in force (its
+-- lease running) says `shed` = 1, the safety filter's backup shedding retries, a failed
+-- attempt is dead-lettered at once instead (kind 'shed', counted `dead`): its retry would
+-- re-enter a backlog that has no room for it. Returns 0 (not counted: already acknowledged
+-- or given back), 1 retried, 2 dead-lettered (or shed), 3 failed.
 local function fail(keys, args)
   local jobs, count, delayed, dead, config = keys[1], keys[2], keys[3], keys[4], keys[5]
   local id, group, err = args[1], args[2], args[3] or ''
@@ -175,6 +179,12 @@ local function fail(keys, args)
   if attempts >= max_attempts then
     redis.call('HINCRBY', count, 'dead', 1)
     dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'dead', at = now})
+    return 2
+  end
+  local g = keys[6] and redis.call('HMGET', keys[6], 'shed', 'expires')
+  if g and g[1] == '1' and now < num(g[2], 0) then
+    redis.call('HINCRBY', count, 'dead', 1)
+    dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'shed', at = now})
     return 2
   end
   local base, cap = math.max(num(c[2], 100000), 0), math.max(num(c[3], 60000000), 0)
@@ -308,15 +318,16 @@ local function lead(keys, args)
   return {0, cur}
 end
 
--- FCALL sg_publish 2 leader gate id share conc bound lease_us retry_us job_us
+-- FCALL sg_publish 2 leader gate id share conc bound lease_us retry_us job_us [shed]
 -- Publish a grant, only if `id` holds the lease (a deposed leader's late grant is refused).
+-- `shed` = 1: failed attempts are dead-lettered, not retried, while this grant is in force.
 -- Returns 1 when published, 0 when refused.
 local function publish(keys, args)
   if redis.call('GET', keys[1]) ~= args[1] then return 0 end
   local now = now_us()
   redis.call('HSET', keys[2], 'share', args[2], 'conc', args[3], 'bound', args[4],
     'expires', string.format('%.0f', now + num(args[5], 0)), 'retry_us', args[6], 'job_us', args[7],
-    'leader', args[1], 'published', string.format('%.0f', now))
+    'leader', args[1], 'published', string.format('%.0f', now), 'shed', args[8] == '1' and '1' or '0')
   return 1
 end
 

@@ -21,7 +21,7 @@ pub const WIRE_VERSION: i64 = 1;
 /// The [`LIBRARY`]'s revision, as `FCALL sg_revision 0` answers it: a component never
 /// replaces a library of a later revision that it finds loaded (a newer deployment's), and
 /// refuses one that speaks another wire format.
-pub const LIBRARY_REVISION: i64 = 4;
+pub const LIBRARY_REVISION: i64 = 5;
 
 /// A connection to one queue on one Redis server. Cheap to clone: clones share the
 /// connection.

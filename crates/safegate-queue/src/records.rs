@@ -149,9 +149,13 @@ pub struct Grant {
     pub epoch: u64,
     /// The controller that published it.
     pub leader: String,
+    /// Failed attempts are dead-lettered (kind `"shed"`), not retried, while this grant is
+    /// in force: the safety filter's backup shedding retries.
+    pub shed_retries: bool,
 }
 
-/// A job that was dead-lettered (`kind` = `"dead"`) or failed for good (`"failed"`).
+/// A job that was dead-lettered (`kind` = `"dead"`: out of attempts; `"shed"`: failed while
+/// the grant shed retries) or failed for good (`"failed"`).
 #[derive(Debug, Clone, PartialEq, serde::Deserialize)]
 pub struct DeadLetter {
     /// Its last stream id.
@@ -162,7 +166,7 @@ pub struct DeadLetter {
     pub attempts: u32,
     /// The last error.
     pub error: String,
-    /// `"dead"` or `"failed"`.
+    /// `"dead"`, `"shed"` or `"failed"`.
     pub kind: String,
     /// When, Redis time \[µs since the epoch\].
     pub at: f64,

@@ -802,3 +802,67 @@ async fn an_ack_given_the_entrys_time_counts_as_one_that_reads_it() {
     assert_eq!(s.latency_us, lats.iter().map(|l| (l - 1) as u64).sum::<u64>(), "{s:?}");
     assert_eq!(s.service_us, 3 * 5000, "{s:?}");
 }
+
+/// The safety filter's backup may shed retries (`Action::shed_retries`): while the grant in
+/// force says so, a failed attempt is dead-lettered (kind "shed", counted `dead`) instead of
+/// re-entering the backlog; once a grant says otherwise, failures are retried again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_grant_that_sheds_retries_dead_letters_failures_until_one_that_does_not() {
+    let r = common::Redis::start(false);
+    let q = Queue::connect(&r.url(), "shedding").await.unwrap();
+    q.configure(&QueueConfig { backoff: Duration::from_millis(20), ..QueueConfig::default() }).await.unwrap();
+    let publish = |shed_retries: bool| {
+        let action = Action { shed_retries, ..Action::OPEN };
+        Controller::new(&q, Box::new(Fixed(action)), 100)
+            .period(Duration::from_millis(10))
+            .lease(Duration::from_secs(30))
+            .run(tokio::time::sleep(Duration::from_millis(50)))
+    };
+    publish(true).await.unwrap();
+    assert!(q.grant().await.unwrap().unwrap().shed_retries);
+    // Each job fails its first attempt and passes its second.
+    let worker = |n: u64| {
+        let q = q.clone();
+        async move {
+            let (stop, stopped) = oneshot::channel::<()>();
+            let w = tokio::spawn(Worker::new(&q).lanes(2).run(
+                |job: Job<u32>| async move {
+                    if job.attempt == 1 {
+                        Err(JobError::retry("the first attempt fails"))
+                    } else {
+                        Ok(())
+                    }
+                },
+                async move {
+                    let _ = stopped.await;
+                },
+            ));
+            wait_until("settled", Duration::from_secs(10), async || {
+                let s = q.stats().await.unwrap();
+                s.completed + s.dead == n && s.waiting() == 0
+            })
+            .await;
+            stop.send(()).unwrap();
+            w.await.unwrap().unwrap();
+            q.stats().await.unwrap()
+        }
+    };
+    let p = q.producer::<u32>();
+    for n in 0..4 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let s = worker(4).await;
+    assert_eq!((s.dead, s.retried, s.completed), (4, 0, 0), "{s:?}");
+    let letters = q.take_dead_letters(10).await.unwrap();
+    assert_eq!(letters.len(), 4);
+    assert!(letters.iter().all(|l| l.kind == "shed" && l.attempts == 1), "{letters:?}");
+    // A grant that does not shed: the same failures are retried, and pass.
+    publish(false).await.unwrap();
+    assert!(!q.grant().await.unwrap().unwrap().shed_retries);
+    for n in 0..4 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let s = worker(8).await;
+    assert_eq!((s.dead, s.retried, s.completed), (4, 4, 4), "{s:?}");
+    assert!(s.balanced(), "{s:?}");
+}

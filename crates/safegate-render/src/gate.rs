@@ -12,6 +12,7 @@ pub fn status(s: &Status, line: u64, json: bool) -> String {
         serde_json::json!({
                 "t": s.t, "leading": s.leading, "epoch": s.epoch, "backlog": st.waiting(), "line": line,
                 "bound": s.bound, "share": s.action.admit, "concurrency": s.action.concurrency,
+                "shed_retries": s.action.shed_retries,
                 "offered": st.offered, "admitted": st.admitted, "completed": st.completed, "failed": st.failed,
                 "dead": st.dead, "retried": st.retried, "in_service": st.in_service,
                 "interventions": interventions, "backups": backups,
@@ -19,11 +20,12 @@ pub fn status(s: &Status, line: u64, json: bool) -> String {
         .to_string()
     } else {
         format!(
-            "{:>8.1} s  {}  backlog {} (line {line})  share {:.3}  workers {conc}  admitted {}  completed {}  failed {}  dead {}  filter: {interventions} interventions, {backups} backups",
+            "{:>8.1} s  {}  backlog {} (line {line})  share {:.3}  workers {conc}{}  admitted {}  completed {}  failed {}  dead {}  filter: {interventions} interventions, {backups} backups",
             s.t,
             if s.leading { "leading  " } else { "following" },
             st.waiting(),
             s.action.admit,
+            if s.action.shed_retries { "  retries shed" } else { "" },
             st.admitted,
             st.completed,
             st.failed,
