@@ -47,6 +47,13 @@ local function fields(e)
   return r
 end
 
+-- Whether the grant in `gate` (a key, or nil) sheds retries now: `shed` = 1 and its lease runs.
+local function shedding(gate, now)
+  if not gate then return false end
+  local g = redis.call('HMGET', gate, 'shed', 'expires')
+  return g[1] == '1' and now < num(g[2], 0)
+end
+
 local function dead_letter(dead, config, record)
   redis.call('LPUSH', dead, cjson.encode(record))
   local keep = math.min(num(redis.call('HGET', config, 'dead_max'), 10000), 1000000000)
@@ -123,15 +130,17 @@ end
 -- Count one job done and remove it. Returns 1 + its time in the system [µs] if this
 -- acknowledgement counted, 0 if the job had already been acknowledged or given back.
 -- `at_us`, the entry's `at` field as the worker read it, saves reading the entry again
--- (a seek through the stream's node); without it (or if not a number) it is read here.
+-- (a seek through the stream's node); without it, or if it is not a time in (0, now], the
+-- entry is read here.
 local function ack(keys, args)
   local jobs, count = keys[1], keys[2]
+  local now = now_us()
   local at = tonumber(args[4])
   local e = nil
-  if at == nil or at ~= at then e = redis.call('XRANGE', jobs, args[1], args[1]) end
+  -- Only a time the entry could have: after the epoch, not after now.
+  if at == nil or not (at > 0 and at <= now) then e = redis.call('XRANGE', jobs, args[1], args[1]) end
   if redis.call('XACK', jobs, args[2], args[1]) == 0 then return 0 end
   redis.call('XDEL', jobs, args[1])
-  local now = now_us()
   if e ~= nil then
     at = now
     if e[1] then at = num(fields(e[1])['at'], now) end
@@ -181,8 +190,7 @@ local function fail(keys, args)
     dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'dead', at = now})
     return 2
   end
-  local g = keys[6] and redis.call('HMGET', keys[6], 'shed', 'expires')
-  if g and g[1] == '1' and now < num(g[2], 0) then
+  if shedding(keys[6], now) then
     redis.call('HINCRBY', count, 'dead', 1)
     dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'shed', at = now})
     return 2
@@ -195,15 +203,24 @@ local function fail(keys, args)
   return 1
 end
 
--- FCALL sg_promote 3 delayed jobs count max
--- Move up to `max` retries that are due into the stream. Returns how many moved.
+-- FCALL sg_promote 3 delayed jobs count max   (or 6: delayed jobs count dead config gate max)
+-- Move up to `max` retries that are due into the stream. Returns how many moved. Given the
+-- dead list, the settings and the gate, while the grant sheds retries the due ones are
+-- dead-lettered instead (kind 'shed', counted `dead`): they would re-enter a backlog that
+-- has no room for them.
 local function promote(keys, args)
   local delayed, jobs, count = keys[1], keys[2], keys[3]
   local now = now_us()
+  local shed = shedding(keys[6], now)
   local due = redis.call('ZRANGEBYSCORE', delayed, '-inf', string.format('%.0f', now), 'LIMIT', 0, num(args[1], 100))
   for _, m in ipairs(due) do
     local ok, r = pcall(cjson.decode, m)
-    if ok and type(r) == 'table' then
+    if not (ok and type(r) == 'table') then r = {} end
+    if shed then
+      redis.call('HINCRBY', count, 'dead', 1)
+      dead_letter(keys[4], keys[5], {id = tostring(r.id or ''), payload = tostring(r.job or ''), attempts = num(r.n, 0),
+        error = 'its retry was shed (the grant sheds retries)', kind = 'shed', at = now})
+    elseif ok then
       -- `at` is when it entered the stream this time (the controller's wait and latency
       -- leave the backoff out); `first` the first enqueue.
       redis.call('XADD', jobs, '*', 'job', tostring(r.job or ''), 'at', string.format('%.0f', now),

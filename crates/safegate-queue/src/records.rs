@@ -136,6 +136,7 @@ impl Stats {
 
 /// The controller's grant as published.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub struct Grant {
     /// The admission share in \[0, 1\].
     pub share: f64,

@@ -406,11 +406,13 @@ async fn upkeep(q: Queue, name: String, shared: Arc<Shared>, ttl: Duration) {
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let reap_every = (ttl / 4).min(Duration::from_secs(1));
     let mut reaped = tokio::time::Instant::now();
+    let k = &q.keys;
+    let promote_keys = [&*k.delayed, &k.jobs, &k.count, &k.dead, &k.config, &k.gate];
     loop {
         tick.tick().await;
         let mut ok = beat(&q, &name, &shared, ttl).await.is_ok();
         for _ in 0..10 {
-            match q.fcall::<i64, _>("sg_promote", &[&q.keys.delayed, &q.keys.jobs, &q.keys.count], &100).await {
+            match q.fcall::<i64, _>("sg_promote", &promote_keys, &100).await {
                 Ok(100) => continue,
                 Ok(_) => break,
                 Err(_) => {

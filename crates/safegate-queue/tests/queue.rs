@@ -762,20 +762,21 @@ async fn a_tower_service_is_a_handler_with_its_layers() {
 async fn an_ack_given_the_entrys_time_counts_as_one_that_reads_it() {
     // sg_ack's optional `at_us` (the entry's `at`, as the worker read it) saves the entry's
     // re-read; the books are the same with it, without it, or with a value that is not a
-    // number; a second ack of the same job counts nothing.
+    // number or not a time the entry could have (0, the future); a second ack of the same
+    // job counts nothing.
     let r = common::Redis::start(false);
     let q = Queue::connect(&r.url(), "acks").await.unwrap();
     let p = q.producer::<u32>();
-    for n in 0..3 {
+    for n in 0..5 {
         assert!(p.enqueue(&n).await.unwrap().is_admitted());
     }
     let mut c = redis::Client::open(r.url()).unwrap().get_connection().unwrap();
     let read: redis::streams::StreamReadReply = redis::cmd("XREADGROUP")
-        .arg(&["GROUP", "workers", "t/0", "COUNT", "3", "STREAMS", "sg:{acks}:jobs", ">"])
+        .arg(&["GROUP", "workers", "t/0", "COUNT", "5", "STREAMS", "sg:{acks}:jobs", ">"])
         .query(&mut c)
         .unwrap();
     let entries = &read.keys[0].ids;
-    assert_eq!(entries.len(), 3);
+    assert_eq!(entries.len(), 5);
     std::thread::sleep(Duration::from_millis(30));
     let ack = |c: &mut redis::Connection, id: &str, at: Option<&str>| -> i64 {
         let mut cmd = redis::cmd("FCALL");
@@ -790,6 +791,8 @@ async fn an_ack_given_the_entrys_time_counts_as_one_that_reads_it() {
         ack(&mut c, &entries[0].id, Some(&at)),
         ack(&mut c, &entries[1].id, None),
         ack(&mut c, &entries[2].id, Some("not a number")),
+        ack(&mut c, &entries[3].id, Some("0")),
+        ack(&mut c, &entries[4].id, Some("99999999999999999")),
     ];
     for lat in lats {
         // Each in the stream 30 ms or more, and far less than a second.
@@ -797,72 +800,87 @@ async fn an_ack_given_the_entrys_time_counts_as_one_that_reads_it() {
     }
     assert_eq!(ack(&mut c, &entries[0].id, Some(&at)), 0, "a second ack counts nothing");
     let s = q.stats().await.unwrap();
-    assert_eq!((s.completed, s.waiting(), s.in_service), (3, 0, 0), "{s:?}");
+    assert_eq!((s.completed, s.waiting(), s.in_service), (5, 0, 0), "{s:?}");
     assert!(s.balanced(), "{s:?}");
     assert_eq!(s.latency_us, lats.iter().map(|l| (l - 1) as u64).sum::<u64>(), "{s:?}");
-    assert_eq!(s.service_us, 3 * 5000, "{s:?}");
+    assert_eq!(s.service_us, 5 * 5000, "{s:?}");
 }
 
 /// The safety filter's backup may shed retries (`Action::shed_retries`): while the grant in
 /// force says so, a failed attempt is dead-lettered (kind "shed", counted `dead`) instead of
-/// re-entering the backlog; once a grant says otherwise, failures are retried again.
+/// re-entering the backlog, and so is a retry that was scheduled before and falls due; once
+/// a grant says otherwise, failures are retried again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_grant_that_sheds_retries_dead_letters_failures_until_one_that_does_not() {
     let r = common::Redis::start(false);
     let q = Queue::connect(&r.url(), "shedding").await.unwrap();
-    q.configure(&QueueConfig { backoff: Duration::from_millis(20), ..QueueConfig::default() }).await.unwrap();
+    let second = Duration::from_secs(1);
+    q.configure(&QueueConfig { backoff: second, backoff_max: second, ..QueueConfig::default() }).await.unwrap();
+    // A controller that runs until its grant is the one asked for.
     let publish = |shed_retries: bool| {
-        let action = Action { shed_retries, ..Action::OPEN };
-        Controller::new(&q, Box::new(Fixed(action)), 100)
-            .period(Duration::from_millis(10))
-            .lease(Duration::from_secs(30))
-            .run(tokio::time::sleep(Duration::from_millis(50)))
-    };
-    publish(true).await.unwrap();
-    assert!(q.grant().await.unwrap().unwrap().shed_retries);
-    // Each job fails its first attempt and passes its second.
-    let worker = |n: u64| {
         let q = q.clone();
         async move {
-            let (stop, stopped) = oneshot::channel::<()>();
-            let w = tokio::spawn(Worker::new(&q).lanes(2).run(
-                |job: Job<u32>| async move {
-                    if job.attempt == 1 {
-                        Err(JobError::retry("the first attempt fails"))
-                    } else {
-                        Ok(())
-                    }
-                },
-                async move {
-                    let _ = stopped.await;
-                },
-            ));
-            wait_until("settled", Duration::from_secs(10), async || {
-                let s = q.stats().await.unwrap();
-                s.completed + s.dead == n && s.waiting() == 0
-            })
-            .await;
-            stop.send(()).unwrap();
-            w.await.unwrap().unwrap();
+            let action = Action { shed_retries, ..Action::OPEN };
+            let published = async {
+                wait_until("the grant", Duration::from_secs(10), async || {
+                    q.grant().await.unwrap().is_some_and(|g| g.shed_retries == shed_retries)
+                })
+                .await
+            };
+            Controller::new(&q, Box::new(Fixed(action)), 100)
+                .period(Duration::from_millis(10))
+                .lease(Duration::from_secs(30))
+                .run(published)
+                .await
+                .unwrap();
+        }
+    };
+    let settled = |what: &'static str, f: fn(&safegate_queue::Stats) -> bool| {
+        let q = q.clone();
+        async move {
+            wait_until(what, Duration::from_secs(15), async || f(&q.stats().await.unwrap())).await;
             q.stats().await.unwrap()
         }
     };
+    // Each job fails its first attempt and passes its second.
+    let (stop, stopped) = oneshot::channel::<()>();
+    let w = tokio::spawn(Worker::new(&q).lanes(2).heartbeat(Duration::from_millis(400)).run(
+        |job: Job<u32>| async move {
+            if job.attempt == 1 {
+                Err(JobError::retry("the first attempt fails"))
+            } else {
+                Ok(())
+            }
+        },
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     let p = q.producer::<u32>();
-    for n in 0..4 {
+    // Two retries scheduled (0.5–1 s away) before any grant sheds.
+    for n in 0..2 {
         assert!(p.enqueue(&n).await.unwrap().is_admitted());
     }
-    let s = worker(4).await;
-    assert_eq!((s.dead, s.retried, s.completed), (4, 0, 0), "{s:?}");
+    settled("two retries scheduled", |s| s.delayed == 2).await;
+    publish(true).await;
+    // Two more fail under the shedding grant: dead-lettered at once; the two scheduled
+    // retries are dead-lettered when they fall due.
+    for n in 2..4 {
+        assert!(p.enqueue(&n).await.unwrap().is_admitted());
+    }
+    let s = settled("four shed", |s| s.dead == 4 && s.waiting() == 0).await;
+    assert_eq!((s.retried, s.completed), (2, 0), "{s:?}");
     let letters = q.take_dead_letters(10).await.unwrap();
     assert_eq!(letters.len(), 4);
     assert!(letters.iter().all(|l| l.kind == "shed" && l.attempts == 1), "{letters:?}");
     // A grant that does not shed: the same failures are retried, and pass.
-    publish(false).await.unwrap();
-    assert!(!q.grant().await.unwrap().unwrap().shed_retries);
+    publish(false).await;
     for n in 0..4 {
         assert!(p.enqueue(&n).await.unwrap().is_admitted());
     }
-    let s = worker(8).await;
-    assert_eq!((s.dead, s.retried, s.completed), (4, 4, 4), "{s:?}");
+    let s = settled("four done", |s| s.completed == 4 && s.waiting() == 0).await;
+    stop.send(()).unwrap();
+    w.await.unwrap().unwrap();
+    assert_eq!((s.dead, s.retried, s.completed), (4, 6, 4), "{s:?}");
     assert!(s.balanced(), "{s:?}");
 }
