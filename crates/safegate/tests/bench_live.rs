@@ -16,7 +16,7 @@ fn plumbing_run_reports_our_figure_and_balanced_books() {
     assert_eq!(v["jobs"], 2000);
     assert_eq!(v["rounds"], 1);
     assert_eq!(v["executors"], 8);
-    assert_eq!(v["target_jobs_per_s"], 5000.0);
+    assert_eq!(v["target_jobs_per_s"], 14000.0);
     assert!(v["meets_target"].is_boolean(), "{v}");
     let stacks = v["stacks"].as_array().expect("stacks");
     let ours = stacks.iter().find(|s| s["stack"] == "safegate").expect("our stack");
