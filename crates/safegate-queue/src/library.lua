@@ -54,7 +54,10 @@ local function shedding(gate, now)
   return g[1] == '1' and now < num(g[2], 0)
 end
 
-local function dead_letter(dead, config, record)
+-- Book a job out for good: counted `failed` (kind 'failed') or `dead` (kinds 'dead' and
+-- 'shed'), and its letter kept in the dead list.
+local function dead_letter(count, dead, config, record)
+  redis.call('HINCRBY', count, record.kind == 'failed' and 'failed' or 'dead', 1)
   redis.call('LPUSH', dead, cjson.encode(record))
   local keep = math.min(num(redis.call('HGET', config, 'dead_max'), 10000), 1000000000)
   if keep >= 1 then redis.call('LTRIM', dead, 0, keep - 1) else redis.call('DEL', dead) end
@@ -181,18 +184,15 @@ local function fail(keys, args)
   local c = redis.call('HMGET', config, 'max_attempts', 'backoff_us', 'backoff_max_us')
   local max_attempts = num(c[1], 5)
   if args[4] == '1' then
-    redis.call('HINCRBY', count, 'failed', 1)
-    dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'failed', at = now})
+    dead_letter(count, dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'failed', at = now})
     return 3
   end
   if attempts >= max_attempts then
-    redis.call('HINCRBY', count, 'dead', 1)
-    dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'dead', at = now})
+    dead_letter(count, dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'dead', at = now})
     return 2
   end
   if shedding(keys[6], now) then
-    redis.call('HINCRBY', count, 'dead', 1)
-    dead_letter(dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'shed', at = now})
+    dead_letter(count, dead, config, {id = id, payload = job, attempts = attempts, error = err, kind = 'shed', at = now})
     return 2
   end
   local base, cap = math.max(num(c[2], 100000), 0), math.max(num(c[3], 60000000), 0)
@@ -217,8 +217,7 @@ local function promote(keys, args)
     local ok, r = pcall(cjson.decode, m)
     if not (ok and type(r) == 'table') then r = {} end
     if shed then
-      redis.call('HINCRBY', count, 'dead', 1)
-      dead_letter(keys[4], keys[5], {id = tostring(r.id or ''), payload = tostring(r.job or ''), attempts = num(r.n, 0),
+      dead_letter(count, keys[4], keys[5], {id = tostring(r.id or ''), payload = tostring(r.job or ''), attempts = num(r.n, 0),
         error = 'its retry was shed (the grant sheds retries)', kind = 'shed', at = now})
     elseif ok then
       -- `at` is when it entered the stream this time (the controller's wait and latency
@@ -273,8 +272,7 @@ local function reap(keys, args)
             local f = fields(e[1])
             local n = num(f['n'], 0) + 1
             if n >= max_attempts then
-              redis.call('HINCRBY', count, 'dead', 1)
-              dead_letter(dead, config, {id = id, payload = f['job'] or '', attempts = n,
+              dead_letter(count, dead, config, {id = id, payload = f['job'] or '', attempts = n,
                 error = 'its worker stopped beating ' .. n .. ' times', kind = 'dead', at = now_us()})
             else
               redis.call('XADD', jobs, '*', 'job', f['job'] or '', 'at', string.format('%.0f', now_us()),
