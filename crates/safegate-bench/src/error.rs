@@ -33,6 +33,13 @@ pub enum Error {
     Message(String),
 }
 
+impl From<safegate_live::LiveError> for Error {
+    /// A live-system failure (PostgreSQL, Redis) in words: its text names the service.
+    fn from(e: safegate_live::LiveError) -> Self {
+        Error::Message(e.to_string())
+    }
+}
+
 impl Error {
     /// `Failed` with `context` over `source`.
     pub(crate) fn failed(context: impl Into<String>, source: impl Into<Box<dyn StdError + Send + Sync>>) -> Self {

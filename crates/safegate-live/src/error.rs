@@ -65,6 +65,16 @@ pub enum LiveError {
         /// What happened.
         message: String,
     },
+    /// PostgreSQL refused, was unreachable, or answered with an error.
+    #[error("PostgreSQL at {url}: {what}: {message}")]
+    Postgres {
+        /// The database's URL (password elided).
+        url: String,
+        /// What was being done.
+        what: String,
+        /// The client's error, with the server's message.
+        message: String,
+    },
     /// A throughput curve could not be fitted (too few points, a zero or non-finite one).
     #[error("throughput fit: {0}")]
     Fit(#[from] crate::throughput::FitError),

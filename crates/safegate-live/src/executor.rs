@@ -1,5 +1,6 @@
-//! The executor pool: a [`safegate_queue::Worker`] whose handler calls the downstream, at
-//! most as many at once as the controller allows (docs/live.md §Executors).
+//! The executor pool: a [`safegate_queue::Worker`] whose handler calls the downstream (the
+//! emulator or any HTTP service, or a transaction on PostgreSQL), at most as many at once
+//! as the controller allows (docs/live.md §Executors).
 //!
 //! The pool is one user of the queue library: its lanes are the executors, each a
 //! consumer of the stream's group named `INCARNATION/I` with a fresh incarnation per
@@ -21,17 +22,32 @@ use hyper_util::rt::TokioExecutor;
 use safegate_queue::{Job, JobError, Queue, Worker, WorkerReport};
 use tokio::sync::oneshot;
 
+use crate::pg::Pg;
 use crate::LiveError;
+
+/// What an executor does with a job.
+#[derive(Debug, Clone, Default)]
+pub enum Backend {
+    /// Nothing: a no-op job, for measuring the plumbing alone.
+    #[default]
+    Noop,
+    /// `POST BASE/work?job=ID` on an HTTP downstream (`http://127.0.0.1:PORT`); a 2xx
+    /// answer is done.
+    Http(String),
+    /// One transaction on PostgreSQL ([`Pg::call`], its serialization failures retried
+    /// inside it as an application does); done when it commits.
+    Postgres(Pg),
+}
 
 /// How an executor pool runs.
 #[derive(Debug, Clone)]
 pub struct ExecutorConfig {
     /// Executors in this process (the worker's lanes).
     pub executors: u32,
-    /// The downstream's base URL (`http://127.0.0.1:PORT`); `None`: no call (a no-op job,
-    /// for measuring the plumbing alone).
-    pub downstream: Option<String>,
-    /// Longest wait for the downstream before the attempt counts as failed \[wall\].
+    /// What a job is.
+    pub backend: Backend,
+    /// Longest wait for the downstream before the attempt counts as failed \[wall\] (a
+    /// PostgreSQL transaction past it is left to finish on its connection).
     pub timeout: Duration,
     /// Heartbeat time-to-live \[wall\]: a consumer silent this long is dead and its jobs go
     /// back (the reaper runs every quarter of it).
@@ -48,7 +64,7 @@ impl Default for ExecutorConfig {
     fn default() -> Self {
         Self {
             executors: 8,
-            downstream: None,
+            backend: Backend::Noop,
             timeout: Duration::from_secs(5),
             heartbeat: Duration::from_secs(1),
             block: Duration::from_millis(50),
@@ -85,7 +101,7 @@ pub struct Pool {
 /// The downstream call of one job.
 #[derive(Clone)]
 struct Call {
-    downstream: Option<Arc<str>>,
+    backend: Arc<Backend>,
     timeout: Duration,
     http: Client<HttpConnector, Empty<Bytes>>,
     stats: Arc<PoolStats>,
@@ -109,7 +125,17 @@ impl Call {
     }
 
     async fn call(&self, id: &str) -> Result<(), JobError> {
-        let Some(base) = &self.downstream else { return Ok(()) };
+        let base = match &*self.backend {
+            Backend::Noop => return Ok(()),
+            Backend::Http(base) => base,
+            Backend::Postgres(pg) => {
+                return match tokio::time::timeout(self.timeout, pg.clone().call()).await {
+                    Ok(Ok(())) => Ok(()),
+                    Ok(Err(e)) => Err(JobError::fatal(e.to_string())),
+                    Err(_) => Err(JobError::fatal(format!("no commit within {:?}", self.timeout))),
+                };
+            }
+        };
         let uri = format!("{base}/work?job={id}");
         let req = hyper::Request::post(uri).body(Empty::<Bytes>::new()).map_err(JobError::fatal)?;
         match tokio::time::timeout(self.timeout, self.http.request(req)).await {
@@ -126,12 +152,7 @@ impl Pool {
     pub async fn start(queue: Queue, cfg: ExecutorConfig) -> Result<Self, LiveError> {
         let stats = Arc::new(PoolStats::default());
         let http = Client::builder(TokioExecutor::new()).pool_max_idle_per_host(64).build(HttpConnector::new());
-        let call = Call {
-            downstream: cfg.downstream.as_deref().map(Arc::from),
-            timeout: cfg.timeout,
-            http,
-            stats: stats.clone(),
-        };
+        let call = Call { backend: Arc::new(cfg.backend.clone()), timeout: cfg.timeout, http, stats: stats.clone() };
         let (stop, stopped) = oneshot::channel::<()>();
         let worker = Worker::new(&queue)
             .name(cfg.incarnation.clone())

@@ -34,6 +34,8 @@ pub mod fleet;
 pub mod fleet_gate;
 pub mod loadgen;
 pub mod metrics;
+pub mod pg;
+pub mod pg_study;
 pub mod redis_conn;
 pub mod redis_server;
 pub mod run;

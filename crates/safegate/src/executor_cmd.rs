@@ -51,7 +51,9 @@ pub(crate) fn executor(args: &ExecutorArgs) -> Result<ExitCode> {
             queue,
             safegate_live::executor::ExecutorConfig {
                 executors: args.executors,
-                downstream: args.downstream.as_ref().map(|d| d.trim_end_matches('/').to_string()),
+                backend: args.downstream.as_ref().map_or(safegate_live::executor::Backend::Noop, |d| {
+                    safegate_live::executor::Backend::Http(d.trim_end_matches('/').to_string())
+                }),
                 timeout: Duration::from_millis(args.timeout_ms),
                 heartbeat: Duration::from_millis(args.heartbeat_ms),
                 ..Default::default()

@@ -28,9 +28,10 @@ pub(crate) struct LiveArgs {
     /// Model seconds to run (run.duration).
     #[arg(long, value_name = "SECONDS")]
     duration: Option<f64>,
-    /// Model seconds per wall second: 10 plays the 400-s band in 40 s.
-    #[arg(long, default_value_t = 10.0, value_name = "X")]
-    speed: f64,
+    /// Model seconds per wall second: 10 plays the 400-s band in 40 s [default: 10; 1, and
+    /// only 1, with a PostgreSQL downstream].
+    #[arg(long, value_name = "X")]
+    speed: Option<f64>,
     /// A running Redis (`redis://[:PASSWORD@]HOST:PORT/`); without it a private
     /// redis-server is started on a free loopback port and stopped after.
     #[arg(long, value_name = "URL")]
@@ -43,8 +44,13 @@ pub(crate) struct LiveArgs {
     #[arg(long)]
     reset: bool,
     /// A running downstream (`POST URL/work`) instead of the built-in emulator.
-    #[arg(long, value_name = "URL")]
+    #[arg(long, value_name = "URL", conflicts_with = "pg_url")]
     downstream: Option<String>,
+    /// PostgreSQL as the downstream: each job is one transaction on this database, as the
+    /// scenario's `[postgres]` table describes (its defaults without one). Also
+    /// `postgres.url` in the scenario, or `SAFEGATE_PG_URL`.
+    #[arg(long, value_name = "URL")]
+    pg_url: Option<String>,
     /// Serve Prometheus metrics at http://ADDR/metrics while running (port 0: a free one).
     #[arg(long, default_value = "127.0.0.1:0", value_name = "ADDR")]
     metrics: SocketAddr,
@@ -140,6 +146,25 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     // downstream uses the service law whatever the scenario's mode).
     crate::calls::refuse_unread(&scenario, &overrides, None, &origin)?;
     let cfg = scenario.config(&origin)?;
+    // The downstream: a database when the scenario has a `[postgres]` table or --pg-url is
+    // given; then model time is wall time (speed 1).
+    let pg = match (&scenario.postgres, &args.pg_url) {
+        (None, None) => None,
+        (section, url) => {
+            let section = section.clone().unwrap_or_default();
+            let spec = safegate_live::pg::PgSpec::from_section(&section, url.as_deref()).map_err(|e| {
+                if e.field == "postgres.url" {
+                    anyhow::anyhow!(
+                        "{origin}: no database: give --pg-url URL, postgres.url in the scenario, or SAFEGATE_PG_URL"
+                    )
+                } else {
+                    anyhow::anyhow!("{origin}: {e}")
+                }
+            })?;
+            Some(spec)
+        }
+    };
+    let speed = args.speed.unwrap_or(if pg.is_some() { 1.0 } else { 10.0 });
     let variant = variants(&scenario, false)
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
         .pop()
@@ -184,8 +209,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     }
     // A load the generator cannot offer is refused before the model column is simulated
     // (`--speed` itself is checked with the other options below).
-    if (0.01..=safegate_live::run::MAX_SPEED).contains(&args.speed) {
-        safegate_live::run::check_offer_rate(&cfg, args.speed).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
+    if (0.01..=safegate_live::run::MAX_SPEED).contains(&speed) {
+        safegate_live::run::check_offer_rate(&cfg, speed).map_err(|e| anyhow::anyhow!("{origin}: {e}"))?;
     }
     let sim = if args.no_sim {
         None
@@ -223,12 +248,16 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         }),
     };
     let opts = LiveOptions {
-        speed: args.speed,
+        speed,
         redis: args.redis.clone().map_or(RedisTarget::Own, RedisTarget::Url),
         namespace: args.namespace.clone(),
         reset: args.reset,
         metrics: (!args.no_metrics).then_some(args.metrics),
-        downstream: args.downstream.clone().map_or(DownstreamTarget::Emulated, DownstreamTarget::Url),
+        downstream: match (pg, &args.downstream) {
+            (Some(spec), _) => DownstreamTarget::Postgres(spec),
+            (None, Some(url)) => DownstreamTarget::Url(url.clone()),
+            (None, None) => DownstreamTarget::Emulated,
+        },
         retry,
         timeout: args.timeout,
         heartbeat: Duration::from_secs(1),
@@ -253,8 +282,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
             "safegate live: {} under {} at {}× ({:.0} s of wall time)",
             scenario.name.as_deref().unwrap_or(&origin),
             label,
-            args.speed,
-            cfg.duration / args.speed
+            speed,
+            cfg.duration / speed
         );
     }
     let mut status = crate::progress::StatusLine::new();

@@ -22,6 +22,7 @@ mod fleet_sim_render;
 mod gate_cmd;
 mod live_cmd;
 mod out_dir;
+mod pg_cmd;
 mod policy_arg;
 mod progress;
 mod report_cmd;
@@ -74,6 +75,9 @@ enum Command {
     /// Play a scenario on a real Redis-backed worker pool on loopback: a backlog with
     /// admission at the enqueue, executors, a downstream emulator, load and retries.
     Live(Box<live_cmd::LiveArgs>),
+    /// The seed's system on PostgreSQL: `pg curve` measures and fits the database's
+    /// service curve; `pg arms` plays the seed's arms on it beside the model.
+    Pg(pg_cmd::PgArgs),
     /// Run executors as a separate process against a live run's Redis (see `live
     /// --external-executors`).
     Executor(executor_cmd::ExecutorArgs),
@@ -140,6 +144,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(args)) => bench_cmd::run(&args),
         Some(Command::Live(args)) => live_cmd::run(&args),
         Some(Command::Executor(args)) => executor_cmd::executor(&args),
+        Some(Command::Pg(args)) => pg_cmd::run(&args),
         Some(Command::Gate(args)) => gate_cmd::run(&args),
         Some(Command::Fleet(args)) => fleet_cmd::run(&args),
         Some(Command::Report(args)) => report_cmd::run(&args),

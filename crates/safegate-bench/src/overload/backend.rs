@@ -1,6 +1,6 @@
 //! The backends every stack wraps: in-process tower services with no sockets, so what is
 //! measured is the limiter and the backend's shape, not a network stack; and PostgreSQL
-//! (`pg.rs`), a real database whose contention nobody here chose.
+//! (`safegate_live::pg`), a real database whose contention nobody here chose.
 //!
 //! Each has a `health` factor (shared by all clones, changeable while it runs) that scales
 //! its speed: a request's service time is divided by the health at its entry, so health
@@ -22,7 +22,7 @@ use safegate_tower::BoxError;
 use tokio::sync::Semaphore;
 use tower::Service;
 
-use super::pg::Pg;
+use safegate_live::pg::Pg;
 
 /// Longest service time a backend sleeps for: far past any client timeout the CLI accepts,
 /// and short enough that `Duration` arithmetic cannot overflow at absurd `n`.
@@ -167,7 +167,10 @@ impl Service<()> for Backend {
                 tokio::task::yield_now().await;
                 Ok(())
             }),
-            Backend::Postgres(pg) => Box::pin(pg.clone().call()),
+            Backend::Postgres(pg) => {
+                let pg = pg.clone();
+                Box::pin(async move { pg.call().await.map_err(Into::into) })
+            }
         }
     }
 }

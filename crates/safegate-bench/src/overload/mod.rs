@@ -5,7 +5,8 @@
 //!   schedules;
 //! - `run`: [`Overload`], the one call that runs every (scenario, stack) pair;
 //! - `backend`: the in-process backends (collapse, queueing, fast);
-//! - `pg`: the PostgreSQL backend (transactions on hot rows over a pool) and its curve;
+//! - the PostgreSQL backend (transactions on hot rows over a pool) and its curve live in
+//!   `safegate_live::pg`, shared with the live system;
 //! - `stacks`: the limiter stacks compared, ours and the peers (feature `peers`);
 //! - `load`: the open-loop generator and what it records;
 //! - `histogram`: the generator's latency histogram;
@@ -16,7 +17,6 @@
 mod backend;
 mod histogram;
 mod load;
-mod pg;
 mod report;
 mod run;
 mod settings;
@@ -25,8 +25,8 @@ pub mod sweep;
 pub mod text;
 
 pub use load::{Arrivals, Progress};
-pub use pg::{CurvePoint, Isolation, PgSpec};
 pub use report::{Burst, Document, Figures, RunReport, ScenarioReport, Step};
 pub use run::{no_progress, Event, Overload};
+pub use safegate_live::pg::{CurvePoint, Isolation, PgSpec};
 pub use settings::{OverloadSpec, MAX_REQUESTS, MAX_SECS};
 pub use stacks::{LOOSE_LIMIT, NOT_BUILT, PEERS_BUILT};

@@ -45,7 +45,7 @@ pub struct ScenarioReport {
     pub best_anchor: Option<String>,
     /// A PostgreSQL scenario's measured service curve X(n), closed loop, before its runs.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub curve: Option<Vec<super::pg::CurvePoint>>,
+    pub curve: Option<Vec<safegate_live::pg::CurvePoint>>,
     /// Every stack's run, in the order run.
     pub runs: Vec<RunReport>,
 }

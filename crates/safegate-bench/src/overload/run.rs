@@ -14,11 +14,11 @@ use tokio::runtime::Runtime;
 
 use super::backend::{Backend, Health};
 use super::load::{self, Progress};
-use super::pg::{self, CurvePoint, Pg};
 use super::report::{self, Document, RunReport, ScenarioReport};
 use super::settings::{BackendKind, OverloadSpec, Scenario, Settings};
 use super::stacks::{self, StackKind, NOT_BUILT};
 use crate::error::{Error, Result};
+use safegate_live::pg::{self, CurvePoint, Pg};
 
 /// What [`Overload::run`] reports as it goes.
 #[derive(Debug)]

@@ -7,10 +7,10 @@ use safegate_core::RangeError;
 
 use super::backend::{Backend, Collapse, Fast, Health, Queueing};
 use super::load::{Arrivals, Client, Plan, Rate, Segment};
-use super::pg::{redacted, PgSpec};
 use super::report::Shape;
 use super::stacks::LOOSE_LIMIT;
 use crate::error::{Error, Result};
+use safegate_live::pg::{redacted, PgSpec};
 
 /// Most requests one run may offer (`rate × seconds`, or `fast_cap`).
 pub const MAX_REQUESTS: f64 = 1e7;
@@ -170,21 +170,25 @@ pub(crate) struct Settings {
     pub(crate) pg_measured: Option<(f64, usize)>,
 }
 
-/// The PostgreSQL spec, range-checked.
+/// The PostgreSQL spec, range-checked by the scenario table's rules (one set of ranges for
+/// `bench overload`'s flags and `safegate live`'s `[postgres]`), its error naming the
+/// field (`pg_rows`).
 fn check_pg(p: &PgSpec) -> Result<PgSpec> {
     if p.url.trim().is_empty() {
         return Err(Error::input("pg_url", "is empty: give a postgres://… URL"));
     }
-    if !(2..=1_000_000).contains(&p.rows) {
-        return Err(RangeError::new("pg_rows", p.rows, "[2, 1000000] (each transaction updates two rows)").into());
-    }
-    if !(0.0..=10_000.0).contains(&p.hold_ms) {
-        return Err(RangeError::new("pg_hold_ms", safegate_core::error::number(p.hold_ms), "[0, 10000]").into());
-    }
-    count("pg_pool", p.pool, 1000)?;
-    if p.retries > 100 {
-        return Err(RangeError::new("pg_retries", p.retries, "[0, 100]").into());
-    }
+    let section = safegate_sim::scenario::PostgresSection {
+        url: None,
+        rows: p.rows,
+        hold_ms: p.hold_ms,
+        isolation: p.isolation,
+        pool: u32::try_from(p.pool).unwrap_or(u32::MAX),
+        retries: p.retries,
+    };
+    section.check().map_err(|mut e| {
+        e.field = format!("pg_{}", e.field);
+        e
+    })?;
     Ok(p.clone())
 }
 

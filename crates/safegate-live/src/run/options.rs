@@ -18,12 +18,16 @@ pub enum RedisTarget {
 }
 
 /// What the executors call.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum DownstreamTarget {
     /// The model's downstream, emulated in this process.
     Emulated,
     /// A running HTTP service (`POST URL/work`).
     Url(String),
+    /// A real database: each job is one transaction on PostgreSQL (a scenario's
+    /// `[postgres]`). Model time is wall time then: the database runs at its own pace, so
+    /// the run's speed must be 1.
+    Postgres(crate::pg::PgSpec),
 }
 
 /// How a live run is played.
@@ -125,6 +129,23 @@ impl LiveOptions {
         check::within("speed", self.speed, 0.01, MAX_SPEED, "[0.01, 100]")?;
         check::within("timeout", self.timeout, 1e-3, 1e6, "[0.001, 1e6] model seconds")?;
         crate::redis_conn::check_namespace(&self.namespace)?;
+        if matches!(self.downstream, DownstreamTarget::Postgres(_)) {
+            if self.speed != 1.0 {
+                return Err(safegate_core::RangeError::new(
+                    "speed",
+                    self.speed,
+                    "1 with a [postgres] downstream (the database runs in wall time; model time is wall time)",
+                ));
+            }
+            if !self.executors {
+                return Err(safegate_core::RangeError::new(
+                    "external-executors",
+                    "on",
+                    "off with a [postgres] downstream (`safegate executor` runs no transactions; the run's own \
+                     executors do)",
+                ));
+            }
+        }
         if let Some(r) = &self.retry {
             check::within("retry.probability", r.probability, 0.0, 1.0, "[0, 1]")?;
             check::within("retry.backoff", r.backoff, 0.0, 1e4, "[0, 1e4] model seconds")?;

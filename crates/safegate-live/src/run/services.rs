@@ -12,7 +12,7 @@ use tokio::sync::watch;
 use super::{DownstreamTarget, LiveOptions, RedisTarget};
 use crate::books::Accounting;
 use crate::downstream::{Downstream, DownstreamConfig, DownstreamStats};
-use crate::executor::{ExecutorConfig, Pool, PoolStats};
+use crate::executor::{Backend, ExecutorConfig, Pool, PoolStats};
 use crate::loadgen::{LoadConfig, LoadStats, RetryPolicy};
 use crate::metrics::{MetricsServer, Snapshot};
 use crate::redis_server::RedisServer;
@@ -82,23 +82,32 @@ impl Services {
                 ..QueueConfig::default()
             })
             .await?;
+        // A database's pool is connected (and its table made) before the model clock starts.
+        let pg = match &opts.downstream {
+            DownstreamTarget::Postgres(spec) => Some(crate::pg::Pg::connect(spec).await?),
+            _ => None,
+        };
         let clock = ModelClock::start(opts.speed);
-        let (downstream, downstream_url) = start_downstream(cfg, &opts.downstream, clock).await?;
+        let (downstream, backend) = match pg {
+            Some(pg) => (None, Backend::Postgres(pg)),
+            None => start_downstream(cfg, &opts.downstream, clock).await?,
+        };
         let snapshot = Arc::new(Mutex::new(Snapshot { slots, bound, admit: 1.0, margin: line, ..Snapshot::default() }));
         let metrics = match opts.metrics {
             Some(addr) => Some(MetricsServer::start(addr, snapshot.clone()).await?),
             None => None,
         };
-        let join = (!opts.executors).then(|| {
-            format!(
+        let join = match (&backend, opts.executors) {
+            (Backend::Http(downstream_url), false) => Some(format!(
                 "safegate executor --redis {url} --namespace {} --downstream {downstream_url} --executors {slots}",
                 opts.namespace
-            )
-        });
+            )),
+            _ => None,
+        };
         let pool = if opts.executors {
             let cfg = ExecutorConfig {
                 executors: slots,
-                downstream: Some(downstream_url),
+                backend,
                 timeout: clock.wall(opts.timeout),
                 heartbeat: opts.heartbeat,
                 ..ExecutorConfig::default()
@@ -184,13 +193,13 @@ fn start_redis(target: &RedisTarget) -> Result<(Option<RedisServer>, String), Li
     }
 }
 
-/// The emulated downstream (or none, for a URL, which must accept connections) and the
-/// base URL the executors call.
+/// The emulated downstream (or none, for a URL, which must accept connections, and for
+/// PostgreSQL, whose pool is connected here) and what the executors call.
 async fn start_downstream(
     cfg: &Config,
     target: &DownstreamTarget,
     clock: ModelClock,
-) -> Result<(Option<Downstream>, String), LiveError> {
+) -> Result<(Option<Downstream>, Backend), LiveError> {
     match target {
         DownstreamTarget::Emulated => {
             let d = Downstream::start(
@@ -209,12 +218,13 @@ async fn start_downstream(
             )
             .await?;
             let url = d.url();
-            Ok((Some(d), url))
+            Ok((Some(d), Backend::Http(url)))
         }
         DownstreamTarget::Url(u) => {
             crate::downstream::probe(u).await?;
-            Ok((None, u.trim_end_matches('/').to_string()))
+            Ok((None, Backend::Http(u.trim_end_matches('/').to_string())))
         }
+        DownstreamTarget::Postgres(spec) => Ok((None, Backend::Postgres(crate::pg::Pg::connect(spec).await?))),
     }
 }
 

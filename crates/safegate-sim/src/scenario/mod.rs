@@ -42,8 +42,8 @@ mod trace;
 
 pub use reach::Unread;
 pub use schema::{
-    GateSection, HealthKind, HealthSection, LawKind, Mode, RetryKind, RetrySection, RunSection, ServiceSection,
-    TrafficSection,
+    GateSection, HealthKind, HealthSection, Isolation, LawKind, Mode, PostgresSection, RetryKind, RetrySection,
+    RunSection, ServiceSection, TrafficSection,
 };
 pub use trace::load_trace;
 
@@ -72,6 +72,9 @@ pub struct Scenario {
     /// `[boundary]`: a safety boundary to run under (the same keys as a boundary file, as
     /// sub-tables: `[boundary.barrier]`, `[boundary.probability]`, …). Optional.
     pub boundary: Option<safegate_core::boundary::Boundary>,
+    /// `[postgres]`: the live system's downstream is this PostgreSQL workload instead of
+    /// the model's emulator. Optional; the simulator does not read it.
+    pub postgres: Option<PostgresSection>,
 }
 
 /// Why a scenario could not be loaded.

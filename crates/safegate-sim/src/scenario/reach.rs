@@ -95,12 +95,30 @@ impl Scenario {
         if let Some(why) = self.unread(key) {
             return Some(why);
         }
+        if key == "postgres" || key.starts_with("postgres.") {
+            return Some("read only by `safegate live` (the simulator runs the [model] curve)".into());
+        }
         if (key == "service" || key.starts_with("service.")) && mode != Mode::Stochastic {
             return Some(format!(
                 "the {mode} simulator draws no service times (read only with run.mode = \"stochastic\")"
             ));
         }
         None
+    }
+
+    /// [`Scenario::unread`], and what the live system does not read: with a `[postgres]`
+    /// downstream the database serves at its own rate, so the health and the service law
+    /// (the emulator's) are not read.
+    fn unread_live(&self, key: &str) -> Option<String> {
+        let emulator_only = ["health", "service"].iter().any(|t| key == *t || key.starts_with(&format!("{t}.")));
+        if emulator_only && self.postgres.is_some() {
+            return Some(
+                "the [postgres] downstream serves at the database's own rate (health and service \
+                         are the emulator's)"
+                    .into(),
+            );
+        }
+        self.unread(key)
     }
 
     /// The keys of `overrides` (`key = value`, as [`Scenario::from_toml_with`] takes them)
@@ -123,7 +141,7 @@ impl Scenario {
             for leaf in safegate_core::config_file::override_leaves(key, raw) {
                 let why = match mode {
                     Some(m) => self.unread_in(&leaf, m),
-                    None => self.unread(&leaf),
+                    None => self.unread_live(&leaf),
                 };
                 if let Some(why) = why {
                     if !out.iter().any(|u| u.key == leaf) {

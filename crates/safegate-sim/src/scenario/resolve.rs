@@ -79,6 +79,9 @@ impl Scenario {
         check::seconds("health.noise_period", h.noise_period).map_err(invalid)?;
         check::within("health.start", h.start, 0.0, 1e9, "[0, 1e9] seconds").map_err(invalid)?;
         SeedGate::new(self.gate.threshold, self.gate.sensitivity).map_err(|e| invalid(e.at("gate")))?;
+        if let Some(pg) = &self.postgres {
+            pg.check().map_err(|e| invalid(e.at("postgres")))?;
+        }
         Ok(cfg)
     }
 

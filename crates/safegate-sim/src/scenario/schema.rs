@@ -268,3 +268,97 @@ impl Default for RunSection {
         }
     }
 }
+
+/// The isolation level of a `[postgres]` downstream's transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// `SERIALIZABLE`: conflicts abort with SQLSTATE `40001` and are retried.
+    #[default]
+    Serializable,
+    /// `REPEATABLE READ`: a concurrent update aborts with `40001`.
+    RepeatableRead,
+    /// `READ COMMITTED`: conflicts wait on row locks; only deadlocks abort.
+    ReadCommitted,
+}
+
+impl Isolation {
+    /// Every level, in the order messages list them.
+    pub const ALL: [Isolation; 3] = [Isolation::Serializable, Isolation::RepeatableRead, Isolation::ReadCommitted];
+
+    /// The name a scenario file and the command line use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Isolation::Serializable => "serializable",
+            Isolation::RepeatableRead => "repeatable-read",
+            Isolation::ReadCommitted => "read-committed",
+        }
+    }
+
+    /// The level named `s` (`serializable`, `repeatable-read`, `read-committed`).
+    pub fn parse(s: &str) -> Option<Isolation> {
+        Isolation::ALL.into_iter().find(|i| i.name() == s.trim())
+    }
+}
+
+impl std::str::FromStr for Isolation {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        Isolation::parse(s).ok_or_else(|| format!("{s:?}: expected serializable, repeatable-read or read-committed"))
+    }
+}
+
+/// `[postgres]`: the live system's downstream is a real PostgreSQL database instead of the
+/// model's emulator (`safegate live`; the simulator runs the `[model]` curve, which for such
+/// a scenario is the curve fitted to the database). Each job runs one transaction on a
+/// connection of an application pool: it updates one of `rows` hot rows, holds the
+/// transaction open `hold_ms`, updates a second and commits, retrying serialization
+/// failures and deadlocks up to `retries` times, as applications do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PostgresSection {
+    /// `postgres://…` URL of the database (none: the command line's `--pg-url`, else the
+    /// environment's `SAFEGATE_PG_URL`).
+    pub url: Option<String>,
+    /// Hot rows the transactions pick two of (64), in `[2, 1e6]`.
+    pub rows: u32,
+    /// Time a transaction is held open between its two updates \[ms\] (2), in `[0, 10000]`.
+    pub hold_ms: f64,
+    /// Isolation level ("serializable").
+    pub isolation: Isolation,
+    /// Connections in the application pool (64), in `[1, 1000]`.
+    pub pool: u32,
+    /// Retries of a transaction that failed to serialize or deadlocked (3), in `[0, 100]`.
+    pub retries: u32,
+}
+
+impl Default for PostgresSection {
+    fn default() -> Self {
+        Self { url: None, rows: 64, hold_ms: 2.0, isolation: Isolation::Serializable, pool: 64, retries: 3 }
+    }
+}
+
+impl PostgresSection {
+    /// Check the ranges; the error names the key (`rows`, `hold_ms`, …: prefix it with
+    /// [`RangeError::at`](safegate_core::RangeError::at)).
+    pub fn check(&self) -> Result<(), safegate_core::RangeError> {
+        use safegate_core::RangeError;
+        if !(2..=1_000_000).contains(&self.rows) {
+            return Err(RangeError::new("rows", self.rows, "[2, 1000000] (each transaction updates two rows)"));
+        }
+        if !(0.0..=10_000.0).contains(&self.hold_ms) {
+            return Err(RangeError::new("hold_ms", self.hold_ms, "[0, 10000] milliseconds"));
+        }
+        if !(1..=1000).contains(&self.pool) {
+            return Err(RangeError::new("pool", self.pool, "[1, 1000] connections"));
+        }
+        if self.retries > 100 {
+            return Err(RangeError::new("retries", self.retries, "[0, 100]"));
+        }
+        if self.url.as_deref().is_some_and(|u| u.trim().is_empty()) {
+            return Err(RangeError::new("url", "\"\"", "a postgres://… URL (or leave the key out)"));
+        }
+        Ok(())
+    }
+}

@@ -21,63 +21,28 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use safegate_tower::BoxError;
 use tokio::sync::Semaphore;
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
-use crate::error::{Error, Result};
+use crate::LiveError;
 
 /// The table the transactions update (created, and refilled, by [`Pg::connect`]).
-pub(crate) const TABLE: &str = "safegate_bench_hot";
+pub const TABLE: &str = "safegate_bench_hot";
 
-/// The isolation level of the transactions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Isolation {
-    /// `SERIALIZABLE`: conflicts abort with `40001` and are retried.
-    Serializable,
-    /// `REPEATABLE READ`: a concurrent update aborts with `40001`.
-    RepeatableRead,
-    /// `READ COMMITTED`: conflicts wait on row locks; only deadlocks abort.
-    ReadCommitted,
-}
+pub use safegate_sim::scenario::Isolation;
 
-impl Isolation {
-    fn sql(self) -> &'static str {
-        match self {
-            Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
-            Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
-            Isolation::ReadCommitted => "BEGIN ISOLATION LEVEL READ COMMITTED",
-        }
-    }
-
-    /// The name as the CLI takes it.
-    pub fn name(self) -> &'static str {
-        match self {
-            Isolation::Serializable => "serializable",
-            Isolation::RepeatableRead => "repeatable-read",
-            Isolation::ReadCommitted => "read-committed",
-        }
-    }
-
-    /// The level named `s` (`serializable`, `repeatable-read`, `read-committed`).
-    pub fn parse(s: &str) -> Option<Isolation> {
-        [Isolation::Serializable, Isolation::RepeatableRead, Isolation::ReadCommitted]
-            .into_iter()
-            .find(|i| i.name() == s.trim())
+/// The statement that opens a transaction at `i`.
+fn begin(i: Isolation) -> &'static str {
+    match i {
+        Isolation::Serializable => "BEGIN ISOLATION LEVEL SERIALIZABLE",
+        Isolation::RepeatableRead => "BEGIN ISOLATION LEVEL REPEATABLE READ",
+        Isolation::ReadCommitted => "BEGIN ISOLATION LEVEL READ COMMITTED",
     }
 }
 
-impl std::str::FromStr for Isolation {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, String> {
-        Isolation::parse(s).ok_or_else(|| format!("{s:?}: expected serializable, repeatable-read or read-committed"))
-    }
-}
-
-/// The transaction and its pool, checked by the overload bench's settings.
+/// The transaction and its pool (a scenario's `[postgres]` table, or `bench overload`'s
+/// `--pg-*` flags).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct PgSpec {
     /// `postgres://…` URL of the database (the password is never printed).
@@ -96,6 +61,31 @@ pub struct PgSpec {
 }
 
 impl PgSpec {
+    /// A scenario's `[postgres]` table, its ranges checked (the error names
+    /// `postgres.KEY`), on the database at `url` (the table's own `url` when `None`; then
+    /// the environment's `SAFEGATE_PG_URL`). `Err` also when no URL is given anywhere.
+    pub fn from_section(
+        section: &safegate_sim::scenario::PostgresSection,
+        url: Option<&str>,
+    ) -> Result<PgSpec, safegate_core::RangeError> {
+        section.check().map_err(|e| e.at("postgres"))?;
+        let url = PgSpec::url_or_env(url.or(section.url.as_deref())).ok_or_else(|| {
+            safegate_core::RangeError::new(
+                "postgres.url",
+                "(none)",
+                "a postgres://… URL: the scenario's postgres.url, --pg-url or SAFEGATE_PG_URL",
+            )
+        })?;
+        Ok(PgSpec {
+            url,
+            rows: section.rows,
+            hold_ms: section.hold_ms,
+            isolation: section.isolation,
+            pool: section.pool as usize,
+            retries: section.retries,
+        })
+    }
+
     /// The database's URL: `given`, else the environment's `SAFEGATE_PG_URL` (an empty one
     /// is unset); `None` when neither names one.
     pub fn url_or_env(given: Option<&str>) -> Option<String> {
@@ -118,7 +108,7 @@ struct Pool {
 
 /// The PostgreSQL backend (cloneable; clones share the pool).
 #[derive(Debug, Clone)]
-pub(crate) struct Pg {
+pub struct Pg {
     spec: Arc<PgSpec>,
     pool: Arc<Pool>,
     /// Draws of the hot rows (a counter through a mixing function: the same sequence of
@@ -127,7 +117,7 @@ pub(crate) struct Pg {
 }
 
 /// The URL with its password (if any) replaced, for messages.
-pub(crate) fn redacted(url: &str) -> String {
+pub fn redacted(url: &str) -> String {
     if let Some(k) = url.find("password=") {
         // A key=value connection string: the value runs to the next space.
         let v = k + "password=".len();
@@ -154,6 +144,16 @@ fn mix(mut x: u64) -> u64 {
     x ^ (x >> 31)
 }
 
+/// A client error's text with its server-side cause (`tokio_postgres::Error`'s own text is
+/// often just "db error" or "error connecting to server").
+fn postgres_message(e: &tokio_postgres::Error) -> String {
+    match (e.as_db_error(), std::error::Error::source(e)) {
+        (Some(db), _) => format!("{e}: {}", db.message()),
+        (None, Some(cause)) => format!("{e}: {cause}"),
+        (None, None) => e.to_string(),
+    }
+}
+
 /// Whether a failed statement is one an application retries: a serialization failure or
 /// a deadlock.
 fn retryable(e: &tokio_postgres::Error) -> bool {
@@ -163,15 +163,19 @@ fn retryable(e: &tokio_postgres::Error) -> bool {
 /// A transaction that failed after its retries (or on an error no retry helps).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct TxnFailed(String);
+pub struct TxnFailed(String);
 
 impl Pg {
     /// Connect the pool, (re)create the hot table with `rows` rows at zero, and prepare the
     /// update on every connection. Runs inside the run's runtime (each connection's driver
     /// is a task on it, ended with the runtime).
-    pub(crate) async fn connect(spec: &PgSpec) -> Result<Pg> {
+    pub async fn connect(spec: &PgSpec) -> Result<Pg, LiveError> {
         let shown = redacted(&spec.url);
-        let fail = |what: &str, e: tokio_postgres::Error| Error::failed(format!("PostgreSQL at {shown}: {what}"), e);
+        let fail = |what: &str, e: tokio_postgres::Error| LiveError::Postgres {
+            url: shown.clone(),
+            what: what.to_string(),
+            message: postgres_message(&e),
+        };
         let mut conns = Vec::with_capacity(spec.pool);
         for k in 0..spec.pool {
             let (client, connection) =
@@ -212,7 +216,7 @@ impl Pg {
 
     /// One request: a pooled connection, the transaction with its retries, the connection
     /// back. `Err` after the last retry, or on an error no retry helps.
-    pub(crate) async fn call(self) -> std::result::Result<(), BoxError> {
+    pub async fn call(self) -> Result<(), TxnFailed> {
         let task = tokio::spawn(async move {
             let Ok(_slot) = self.pool.slots.acquire().await else {
                 return Err(TxnFailed("the pool is closed".into()));
@@ -232,12 +236,12 @@ impl Pg {
             out
         });
         match task.await {
-            Ok(r) => r.map_err(Into::into),
-            Err(e) => Err(TxnFailed(format!("the transaction's task ended: {e}")).into()),
+            Ok(r) => r,
+            Err(e) => Err(TxnFailed(format!("the transaction's task ended: {e}"))),
         }
     }
 
-    async fn transaction(&self, c: &Conn) -> std::result::Result<(), TxnFailed> {
+    async fn transaction(&self, c: &Conn) -> Result<(), TxnFailed> {
         let (a, b) = self.rows();
         let mut attempt = 0;
         loop {
@@ -258,8 +262,8 @@ impl Pg {
         }
     }
 
-    async fn attempt(&self, c: &Conn, a: i32, b: i32) -> std::result::Result<(), tokio_postgres::Error> {
-        c.client.batch_execute(self.spec.isolation.sql()).await?;
+    async fn attempt(&self, c: &Conn, a: i32, b: i32) -> Result<(), tokio_postgres::Error> {
+        c.client.batch_execute(begin(self.spec.isolation)).await?;
         c.client.execute(&c.update, &[&a]).await?;
         if self.spec.hold_ms > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(self.spec.hold_ms / 1e3)).await;
@@ -280,11 +284,13 @@ pub struct CurvePoint {
     pub failed_rate: f64,
     /// Mean time of a successful transaction, retries included \[ms\].
     pub mean_ms: f64,
+    /// Successful transactions counted.
+    pub completed: u64,
 }
 
 /// The service curve X(n): for each `n` of `ns`, `n` closed-loop clients call the backend
 /// directly (no limiter) for `secs`. Inside the run's runtime.
-pub(crate) async fn curve(pg: &Pg, ns: &[usize], secs: Duration) -> Vec<CurvePoint> {
+pub async fn curve(pg: &Pg, ns: &[usize], secs: Duration) -> Vec<CurvePoint> {
     let mut out = Vec::with_capacity(ns.len());
     for &n in ns {
         let end = tokio::time::Instant::now() + secs;
@@ -322,6 +328,7 @@ pub(crate) async fn curve(pg: &Pg, ns: &[usize], secs: Duration) -> Vec<CurvePoi
             rate: ok as f64 / took,
             failed_rate: failed as f64 / took,
             mean_ms: if ok > 0 { busy / ok as f64 * 1e3 } else { f64::NAN },
+            completed: ok,
         });
     }
     out
@@ -341,10 +348,27 @@ mod tests {
 
     #[test]
     fn isolation_levels_parse_by_name() {
-        for i in [Isolation::Serializable, Isolation::RepeatableRead, Isolation::ReadCommitted] {
+        for i in Isolation::ALL {
             assert_eq!(Isolation::parse(i.name()), Some(i));
         }
         assert_eq!(Isolation::parse("snapshot"), None);
         assert!("snapshot".parse::<Isolation>().unwrap_err().contains("read-committed"));
+    }
+
+    #[test]
+    fn a_scenario_table_becomes_a_spec_or_names_its_key() {
+        use safegate_sim::scenario::PostgresSection;
+        let s = PostgresSection { url: Some("postgres://a@127.0.0.1/x".into()), ..PostgresSection::default() };
+        let spec = PgSpec::from_section(&s, None).unwrap();
+        assert_eq!((spec.rows, spec.pool, spec.retries, spec.hold_ms), (64, 64, 3, 2.0));
+        assert_eq!(spec.url, "postgres://a@127.0.0.1/x");
+        // The command line's URL wins over the file's.
+        assert_eq!(PgSpec::from_section(&s, Some("postgres://b@h/y")).unwrap().url, "postgres://b@h/y");
+        let bad = PostgresSection { pool: 0, ..s.clone() };
+        assert_eq!(PgSpec::from_section(&bad, None).unwrap_err().field, "postgres.pool");
+        let bad = PostgresSection { hold_ms: f64::NAN, ..s.clone() };
+        assert_eq!(PgSpec::from_section(&bad, None).unwrap_err().field, "postgres.hold_ms");
+        let bad = PostgresSection { rows: 1, ..s };
+        assert_eq!(PgSpec::from_section(&bad, None).unwrap_err().field, "postgres.rows");
     }
 }
