@@ -306,3 +306,55 @@ fn predict(cfg: &Config, mut policy: LivePolicy, line: f64) -> Result<ArmFigures
         sojourn_p99: s.sojourn_p99,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::throughput::fit::contention;
+
+    /// A curve as `measure_curve` would give on a database following the seed's law with
+    /// `s = 200`, `C = 5`.
+    fn curve() -> PgCurve {
+        let levels: Vec<CurvePoint> = [1usize, 2, 3, 4, 5, 6, 8, 12, 16, 24, 32]
+            .iter()
+            .map(|&n| {
+                let rate = contention(n as f64, 200.0, 5.0, 2.0);
+                CurvePoint { n, rate, failed_rate: 0.0, mean_ms: 1e3 * n as f64 / rate, completed: (rate * 2.0) as u64 }
+            })
+            .collect();
+        let points: Vec<Point> = levels
+            .iter()
+            .map(|p| Point { n: p.n as f64, throughput: p.rate, log_se: 1.0 / (p.completed as f64).sqrt() })
+            .collect();
+        let spec = PgSpec {
+            url: "postgres://x@127.0.0.1/y".into(),
+            rows: 64,
+            hold_ms: 2.0,
+            isolation: crate::pg::Isolation::Serializable,
+            pool: 32,
+            retries: 3,
+        };
+        PgCurve { spec, secs: 2.0, levels, fit: fit_curve(&points).unwrap(), peak: 1000.0, peak_n: 5 }
+    }
+
+    #[test]
+    fn the_written_scenario_and_boundary_are_the_fit_and_load_as_written() {
+        let c = curve();
+        let s = Scenario::from_toml(&c.scenario_toml(1.5, 60.0, 200.0), "pg").unwrap();
+        let cfg = s.config("pg").unwrap();
+        assert!((cfg.pool.comfortable - 5.0).abs() < 0.05, "{}", cfg.pool.comfortable);
+        assert!((cfg.pool.rate - 200.0).abs() < 2.0, "{}", cfg.pool.rate);
+        assert_eq!((cfg.pool.executors, cfg.traffic, cfg.duration), (32, 1500.0, 60.0));
+        let pg = s.postgres.expect("[postgres]");
+        assert_eq!((pg.pool, pg.rows, pg.url), (32, 64, None), "no URL is written");
+        let b = Boundary::from_toml(&c.boundary_toml(), &[]).unwrap();
+        b.validate(200.0).unwrap();
+        assert_eq!(b.barrier.threshold, 0.7);
+        assert_eq!(b.envelope.traffic, [0.0, 4000.0]);
+        // The arms it plays: the seed's four, then the fixed ones.
+        let arms = Arm::seed_arms(&[2, 5]);
+        assert_eq!(arms.len(), 6);
+        assert!(arms[2].filtered && arms[3].filtered && !arms[0].filtered);
+        assert_eq!(arms[5].executors, Some(5));
+    }
+}

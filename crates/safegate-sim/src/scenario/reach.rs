@@ -191,6 +191,25 @@ mod tests {
     }
 
     #[test]
+    fn a_postgres_table_is_the_live_systems_alone() {
+        let pg = scenario("[postgres]\nrows = 16\nisolation = \"read-committed\"");
+        let section = pg.postgres.clone().expect("the table");
+        assert_eq!((section.rows, section.pool, section.isolation.name()), (16, 64, "read-committed"));
+        let ov = |k: &str| vec![(k.to_string(), "1".to_string())];
+        // The simulator does not read it.
+        assert!(pg.unread_overrides(&ov("postgres.rows"), Some(Mode::Stochastic))[0].why.contains("safegate live"));
+        // The live system reads it, and not the emulator's health or service law.
+        assert!(pg.unread_overrides(&ov("postgres.rows"), None).is_empty());
+        assert!(pg.unread_overrides(&ov("health.low"), None)[0].why.contains("[postgres]"));
+        assert!(scenario("").unread_overrides(&ov("health.low"), None).is_empty());
+        // Its ranges are checked with the scenario's, named by their path.
+        let e = scenario("[postgres]\nretries = 101").config("t").unwrap_err().to_string();
+        assert!(e.contains("postgres.retries"), "{e}");
+        assert!(Scenario::from_toml("[postgres]\nisolation = \"snapshot\"", "t").is_err());
+        assert!(Scenario::from_toml("[postgres]\nhost = \"x\"", "t").is_err());
+    }
+
+    #[test]
     fn overrides_are_judged_on_the_scenario_they_make() {
         let ov = |pairs: &[(&str, &str)]| -> Vec<(String, String)> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
