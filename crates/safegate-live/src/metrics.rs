@@ -101,7 +101,9 @@ fn publish(s: &Snapshot) {
 pub fn render_stamped(s: &Snapshot, out: &mut String) {
     let ms = (s.t * 1000.0).round() as i64;
     for line in render(s).lines() {
-        if line.starts_with('#') {
+        // Help and type lines carry no sample, and the exporter separates its families
+        // with blank lines: stamped, those read as a sample named by its timestamp.
+        if line.starts_with('#') || line.trim().is_empty() {
             continue;
         }
         let _ = writeln!(out, "{line} {ms}");
@@ -169,5 +171,19 @@ mod tests {
         // Before the first decision there is no frequency to speak of: 0, not NaN.
         let text = render(&Snapshot::default());
         assert!(text.contains("\nsafegate_observed_exit_frequency 0\n"), "{text}");
+    }
+
+    #[test]
+    fn a_stamped_scrape_is_samples_only_each_with_its_time() {
+        let s = Snapshot { t: 2.5, slots: 8, bound: 200, ..Snapshot::default() };
+        let mut out = String::new();
+        render_stamped(&s, &mut out);
+        assert!(out.lines().count() > 10, "{out}");
+        for line in out.lines() {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            assert_eq!(fields.len(), 3, "name, value, time: {line:?}");
+            assert!(fields[0].starts_with("safegate_"), "{line:?}");
+            assert_eq!(fields[2], "2500", "{line:?}");
+        }
     }
 }

@@ -70,18 +70,36 @@ fn the_curve_the_live_run_and_the_arms_on_a_real_database() {
         "--pg-url",
         server.url(),
         "--duration",
-        "2",
+        "4",
         "--policy",
         "cycle+pool",
         "--boundary",
         &out_dir.join("boundary.toml").display().to_string(),
         "--no-metrics",
+        "--scrapes",
+        &out_dir.join("telemetry.prom").display().to_string(),
         "--json",
     ]));
     let acc = &v["report"]["accounting"];
     assert_eq!(v["report"]["lost"], 0, "{acc}");
     assert!(acc["completed"].as_u64().unwrap() > 0, "transactions committed: {acc}");
     assert_eq!(v["report"]["speed"], 1.0, "model time is wall time");
+
+    // The run's own telemetry drafts a boundary, which verify checks on the fitted model.
+    let draft = out_dir.join("drafted.toml").display().to_string();
+    let v = json(&safegate(&[
+        "boundary",
+        "check",
+        &out_dir.join("telemetry.prom").display().to_string(),
+        "--horizon",
+        "2",
+        "--draft",
+        &draft,
+        "--json",
+    ]));
+    assert!(v["rows"].as_u64().is_some_and(|r| r >= 2), "the scrapes are read: {v}");
+    let out = safegate(&["verify", "--boundary", &draft, "--scenario", &s15, "--trials", "2", "--json"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "{}", String::from_utf8_lossy(&out.stderr));
 
     // Every arm, each live and in the model.
     let v = json(&safegate(&[
