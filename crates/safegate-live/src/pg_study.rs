@@ -38,8 +38,10 @@ pub const CURVE_CLIENTS: [usize; 16] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24,
 pub struct PgCurve {
     /// The workload (its URL is not serialized).
     pub spec: PgSpec,
-    /// Seconds each level ran.
+    /// Seconds each level ran in each pass.
     pub secs: f64,
+    /// Passes over the levels.
+    pub passes: usize,
     /// The measured levels.
     pub levels: Vec<CurvePoint>,
     /// The fits: USL, contention law with `p = 2` and with `p` free, the tail slope.
@@ -50,24 +52,35 @@ pub struct PgCurve {
     pub peak_n: usize,
 }
 
-/// Measure the curve of `spec` over the levels of [`CURVE_CLIENTS`] up to the pool's size
-/// (`secs` each), then fit it. `progress` hears of each level as it ends.
+/// Measure the curve of `spec` over the levels of [`CURVE_CLIENTS`] up to the pool's size,
+/// `passes` times (`secs` a level each pass, ascending then descending, …), then fit it.
+/// A level's figures are its mean over the passes: on a database, throughput comes in
+/// episodes (a deadlock holds every transaction queued behind its locks until
+/// `deadlock_timeout`, 1 s by default), so one short window per level reads a stall or a
+/// calm by chance, and passes spread each level over the whole measurement. `progress`
+/// hears of each level of each pass as it ends (the pass, from 0, and the level).
 pub async fn measure_curve(
     spec: &PgSpec,
     secs: f64,
-    progress: &mut dyn FnMut(&CurvePoint),
+    passes: usize,
+    progress: &mut dyn FnMut(usize, &CurvePoint),
 ) -> Result<PgCurve, LiveError> {
     let mut ns: Vec<usize> = CURVE_CLIENTS.iter().copied().filter(|&n| n <= spec.pool).collect();
     if ns.last() != Some(&spec.pool) {
         ns.push(spec.pool);
     }
     let pg = Pg::connect(spec).await?;
-    let mut levels = Vec::with_capacity(ns.len());
-    for n in ns {
-        let p = curve(&pg, &[n], std::time::Duration::from_secs_f64(secs)).await;
-        progress(&p[0]);
-        levels.extend(p);
+    let passes = passes.max(1);
+    let mut runs: Vec<Vec<CurvePoint>> = vec![Vec::with_capacity(passes); ns.len()];
+    for pass in 0..passes {
+        let order: Vec<usize> = if pass % 2 == 0 { (0..ns.len()).collect() } else { (0..ns.len()).rev().collect() };
+        for k in order {
+            let p = curve(&pg, &[ns[k]], std::time::Duration::from_secs_f64(secs)).await;
+            progress(pass, &p[0]);
+            runs[k].extend(p);
+        }
     }
+    let levels: Vec<CurvePoint> = runs.iter().map(|r| mean_point(r)).collect();
     let (peak, peak_n) = levels.iter().fold((0.0, 0), |(r, n), p| if p.rate > r { (p.rate, p.n) } else { (r, n) });
     let points: Vec<Point> = levels
         .iter()
@@ -75,7 +88,22 @@ pub async fn measure_curve(
         .map(|p| Point { n: p.n as f64, throughput: p.rate, log_se: 1.0 / (p.completed as f64).sqrt() })
         .collect();
     let fit = fit_curve(&points)?;
-    Ok(PgCurve { spec: spec.clone(), secs, levels, fit, peak, peak_n })
+    Ok(PgCurve { spec: spec.clone(), secs, passes, levels, fit, peak, peak_n })
+}
+
+/// The mean of one level's passes (windows of equal length): rates averaged, the mean
+/// time weighted by completions, completions summed.
+fn mean_point(runs: &[CurvePoint]) -> CurvePoint {
+    let k = runs.len().max(1) as f64;
+    let completed: u64 = runs.iter().map(|p| p.completed).sum();
+    let busy: f64 = runs.iter().filter(|p| p.completed > 0).map(|p| p.mean_ms * p.completed as f64).sum();
+    CurvePoint {
+        n: runs.first().map_or(0, |p| p.n),
+        rate: runs.iter().map(|p| p.rate).sum::<f64>() / k,
+        failed_rate: runs.iter().map(|p| p.failed_rate).sum::<f64>() / k,
+        mean_ms: if completed > 0 { busy / completed as f64 } else { f64::NAN },
+        completed,
+    }
 }
 
 impl PgCurve {
@@ -334,7 +362,17 @@ mod tests {
             pool: 32,
             retries: 3,
         };
-        PgCurve { spec, secs: 2.0, levels, fit: fit_curve(&points).unwrap(), peak: 1000.0, peak_n: 5 }
+        PgCurve { spec, secs: 2.0, passes: 1, levels, fit: fit_curve(&points).unwrap(), peak: 1000.0, peak_n: 5 }
+    }
+
+    #[test]
+    fn a_levels_passes_are_averaged() {
+        let p =
+            |rate: f64, completed: u64, mean_ms: f64| CurvePoint { n: 4, rate, failed_rate: 1.0, mean_ms, completed };
+        let m = mean_point(&[p(100.0, 200, 10.0), p(300.0, 600, 2.0)]);
+        assert_eq!((m.n, m.rate, m.failed_rate, m.completed), (4, 200.0, 1.0, 800));
+        assert!((m.mean_ms - 4.0).abs() < 1e-12, "{}", m.mean_ms);
+        assert!(mean_point(&[p(0.0, 0, f64::NAN)]).mean_ms.is_nan());
     }
 
     #[test]

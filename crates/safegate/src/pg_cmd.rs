@@ -39,9 +39,13 @@ struct CurveArgs {
     /// The database (else the scenario's postgres.url, else SAFEGATE_PG_URL).
     #[arg(long, value_name = "URL")]
     pg_url: Option<String>,
-    /// Seconds each level runs.
-    #[arg(long, default_value_t = 2.0, value_name = "SECONDS")]
+    /// Seconds each level runs in each pass.
+    #[arg(long, default_value_t = 3.0, value_name = "SECONDS")]
     secs: f64,
+    /// Passes over the levels, alternately ascending and descending; a level's figure is its
+    /// mean over them (a database's stalls come in episodes of about a second).
+    #[arg(long, default_value_t = 3, value_name = "K")]
+    passes: usize,
     /// Write `curve.svg`, `pg-1.5x.toml`, `pg-3x.toml` and `boundary.toml` here.
     #[arg(long, value_name = "DIR", default_value = "safegate-pg")]
     out: PathBuf,
@@ -111,6 +115,9 @@ fn curve(a: &CurveArgs) -> Result<ExitCode> {
     if !(a.secs > 0.0 && a.secs <= 600.0) {
         anyhow::bail!("--secs {}: expected (0, 600] seconds", a.secs);
     }
+    if !(1..=100).contains(&a.passes) {
+        anyhow::bail!("--passes {}: expected 1 to 100", a.passes);
+    }
     if !(a.duration > 0.0 && a.duration <= 86_400.0) {
         anyhow::bail!("--duration {}: expected (0, 86400] seconds", a.duration);
     }
@@ -122,9 +129,15 @@ fn curve(a: &CurveArgs) -> Result<ExitCode> {
     let rt = crate::runtime::runtime()?;
     let c = rt.block_on(crate::stop::on_signal(
         async {
-            Ok(pg_study::measure_curve(&spec, a.secs, &mut |p| {
+            Ok(pg_study::measure_curve(&spec, a.secs, a.passes, &mut |pass, p| {
                 if show {
-                    eprintln!("  n = {:>3}: {:>7.1} tx/s, {:>6.1} failed/s", p.n, p.rate, p.failed_rate);
+                    eprintln!(
+                        "  pass {} n = {:>3}: {:>7.1} tx/s, {:>6.1} failed/s",
+                        pass + 1,
+                        p.n,
+                        p.rate,
+                        p.failed_rate
+                    );
                 }
             })
             .await?)
@@ -153,13 +166,14 @@ fn curve(a: &CurveArgs) -> Result<ExitCode> {
 fn curve_table(c: &PgCurve) -> String {
     let f = &c.fit;
     let mut s = format!(
-        "PostgreSQL service curve ({} hot rows, {} ms held, {}, pool {}, {} retries; {} s a level)\n\
+        "PostgreSQL service curve ({} hot rows, {} ms held, {}, pool {}, {} retries; {} passes of {} s a level)\n\
          {:>4} {:>9} {:>9} {:>8} {:>16} {:>16} {:>16}\n",
         c.spec.rows,
         c.spec.hold_ms,
         c.spec.isolation.name(),
         c.spec.pool,
         c.spec.retries,
+        c.passes,
         c.secs,
         "n",
         "X tx/s",

@@ -41,6 +41,8 @@ fn the_curve_the_live_run_and_the_arms_on_a_real_database() {
         server.url(),
         "--secs",
         "0.3",
+        "--passes",
+        "1",
         "--out",
         &out_s,
         "--duration",
@@ -159,6 +161,7 @@ fn postgres_inputs_are_checked_and_name_themselves() {
             "[postgres]",
         ),
         (vec!["pg".into(), "curve".into(), "--pg-url".into(), url.into(), "--secs".into(), "0".into()], "--secs"),
+        (vec!["pg".into(), "curve".into(), "--pg-url".into(), url.into(), "--passes".into(), "0".into()], "--passes"),
         (
             vec![
                 "pg".into(),
