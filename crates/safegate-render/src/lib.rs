@@ -8,6 +8,7 @@
 //! | [`chart`] | dependency-free SVG line charts: stacked panels on one time axis |
 //! | [`markup`] | text escaped for HTML and SVG |
 //! | [`numbers`] | numbers in a bounded width, and shares (`n/a` with no denominator) |
+//! | [`pg`] | `safegate pg`'s curve table and chart, and its arms table |
 //! | [`reproduce`] | the table of reproduced results; an experiment's figure |
 //! | [`compare`] | the compare table and its figures (queue traces, goodput vs load) |
 //! | [`verify`] | the text of a verify report |
@@ -34,6 +35,7 @@ pub mod fleet;
 pub mod gate;
 pub mod markup;
 pub mod numbers;
+pub mod pg;
 pub mod report;
 pub mod report_data;
 pub mod reproduce;
