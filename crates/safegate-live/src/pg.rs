@@ -104,6 +104,9 @@ struct Conn {
 struct Pool {
     slots: Semaphore,
     idle: Mutex<Vec<Conn>>,
+    /// Connections still open; the pool closes (every call fails at once) when the last
+    /// is lost, rather than leaving callers waiting for a slot no connection backs.
+    open: AtomicU64,
 }
 
 /// The PostgreSQL backend (cloneable; clones share the pool).
@@ -176,18 +179,21 @@ impl Pg {
             what: what.to_string(),
             message: postgres_message(&e),
         };
+        let mut config: tokio_postgres::Config = spec.url.parse().map_err(|e| fail("reading the URL", e))?;
+        // A database that accepts the connection and never answers is an error, not a hang.
+        config.connect_timeout(std::time::Duration::from_secs(10));
         let mut conns = Vec::with_capacity(spec.pool);
         for k in 0..spec.pool {
-            let (client, connection) =
-                tokio_postgres::connect(&spec.url, NoTls).await.map_err(|e| fail("connecting", e))?;
+            let (client, connection) = config.connect(NoTls).await.map_err(|e| fail("connecting", e))?;
             tokio::spawn(async move {
                 // Ends with an error when the server goes away; the requests then fail.
                 let _ = connection.await;
             });
             if k == 0 {
+                // A session holding the table would block the DROP for ever: wait 10 s at most.
                 let setup = format!(
-                    "DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (id integer PRIMARY KEY, v bigint NOT NULL); \
-                     INSERT INTO {TABLE} SELECT g, 0 FROM generate_series(0, {}) g;",
+                    "SET lock_timeout = '10s'; DROP TABLE IF EXISTS {TABLE}; CREATE TABLE {TABLE} (id integer PRIMARY KEY, v bigint NOT NULL); \
+                     INSERT INTO {TABLE} SELECT g, 0 FROM generate_series(0, {}) g; SET lock_timeout = 0;",
                     spec.rows.saturating_sub(1)
                 );
                 client.batch_execute(&setup).await.map_err(|e| fail("creating the hot table", e))?;
@@ -200,7 +206,11 @@ impl Pg {
         }
         Ok(Pg {
             spec: Arc::new(spec.clone()),
-            pool: Arc::new(Pool { slots: Semaphore::new(conns.len()), idle: Mutex::new(conns) }),
+            pool: Arc::new(Pool {
+                slots: Semaphore::new(conns.len()),
+                open: AtomicU64::new(conns.len() as u64),
+                idle: Mutex::new(conns),
+            }),
             draws: Arc::new(AtomicU64::new(0)),
         })
     }
@@ -219,7 +229,7 @@ impl Pg {
     pub async fn call(self) -> Result<(), TxnFailed> {
         let task = tokio::spawn(async move {
             let Ok(_slot) = self.pool.slots.acquire().await else {
-                return Err(TxnFailed("the pool is closed".into()));
+                return Err(TxnFailed("the pool is closed: every connection to the database was lost".into()));
             };
             let Some(conn) = self.pool.idle.lock().map_err(|_| TxnFailed("pool poisoned".into()))?.pop() else {
                 return Err(TxnFailed("no idle connection behind a free slot".into()));
@@ -230,8 +240,12 @@ impl Pg {
                     idle.push(conn);
                 }
             } else {
-                // A lost connection leaves the pool smaller: its slot goes with it.
+                // A lost connection leaves the pool smaller: its slot goes with it, and the
+                // pool closes with its last connection.
                 _slot.forget();
+                if self.pool.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+                    self.pool.slots.close();
+                }
             }
             out
         });

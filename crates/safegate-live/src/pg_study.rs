@@ -239,7 +239,8 @@ pub struct ArmsOptions {
     /// Chance a failed job is offered again by its producer (client retries), after a
     /// backoff of 0.1 s on average.
     pub retry_probability: f64,
-    /// Redis for the backlogs (each arm its own queue, `pg-arm-K`).
+    /// Redis for the backlogs (each arm its own queue, `pg-arm-K`; on a server of yours, a
+    /// queue of that name holding an earlier run's books is refused, never deleted).
     pub redis: RedisTarget,
 }
 
@@ -272,7 +273,9 @@ pub async fn arms(
                 speed: 1.0,
                 redis: opts.redis.clone(),
                 namespace: format!("pg-arm-{k}"),
-                reset: true,
+                // A private Redis is fresh; on a given one an arm's queue holding an earlier
+                // run's books is refused, never deleted.
+                reset: opts.redis == RedisTarget::Own,
                 metrics: None,
                 downstream: DownstreamTarget::Postgres(opts.spec.clone()),
                 retry: Some(RetryPolicy {

@@ -144,27 +144,31 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     }
     // As `safegate run`: an override nothing reads is refused (any mode: the live
     // downstream uses the service law whatever the scenario's mode).
+    // --pg-url alone is a `[postgres]` table of defaults: the health and the service law are
+    // then the database's, not the scenario's (an override of them is refused as unread).
+    if args.pg_url.is_some() && scenario.postgres.is_none() {
+        scenario.postgres = Some(Default::default());
+    }
+    if let (Some(_), Some(url)) = (&scenario.postgres, &args.downstream) {
+        anyhow::bail!(
+            "--downstream {url}: the scenario's [postgres] table makes PostgreSQL the downstream; use one or the other"
+        );
+    }
     crate::calls::refuse_unread(&scenario, &overrides, None, &origin)?;
-    let cfg = scenario.config(&origin)?;
+    let mut cfg = scenario.config(&origin)?;
+    if scenario.postgres.is_some() {
+        // The database serves at its own health: the model column and the live report's
+        // health series run at a constant 1, not the scenario's schedule.
+        cfg.health = safegate_sim::health::HealthTrack::new(safegate_sim::HealthSchedule::Constant { level: 1.0 });
+    }
     // The downstream: a database when the scenario has a `[postgres]` table or --pg-url is
     // given; then model time is wall time (speed 1).
     let pg = match (&scenario.postgres, &args.pg_url) {
         (None, None) => None,
-        (section, url) => {
-            let section = section.clone().unwrap_or_default();
-            let spec = safegate_live::pg::PgSpec::from_section(&section, url.as_deref()).map_err(|e| {
-                if e.field == "postgres.url" {
-                    anyhow::anyhow!(
-                        "{origin}: no database: give --pg-url URL, postgres.url in the scenario, or SAFEGATE_PG_URL"
-                    )
-                } else {
-                    anyhow::anyhow!("{origin}: {e}")
-                }
-            })?;
-            Some(spec)
-        }
+        _ => Some(crate::pg_cmd::workload(Some(&scenario), args.pg_url.as_deref(), &origin)?),
     };
-    let speed = args.speed.unwrap_or(if pg.is_some() { 1.0 } else { 10.0 });
+    let on_postgres = pg.is_some();
+    let speed = args.speed.unwrap_or(if on_postgres { 1.0 } else { 10.0 });
     let variant = variants(&scenario, false)
         .map_err(|e| anyhow::anyhow!("{origin}: {e}"))?
         .pop()
@@ -318,11 +322,12 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         outcome,
         filter: report.filter,
     };
-    let mode = if args.no_sim {
-        format!("live on Redis at {}× speed", report.speed)
+    let on = if on_postgres {
+        "live on Redis, jobs on PostgreSQL, in wall time".to_string()
     } else {
-        format!("live on Redis at {}× speed, beside the stochastic model", report.speed)
+        format!("live on Redis at {}× speed", report.speed)
     };
+    let mode = if args.no_sim { on } else { format!("{on}, beside the stochastic model") };
     let mut columns: Vec<RunReport> = sim.into_iter().collect();
     let sim_json = columns.first().map(|r| serde_json::json!({ "label": r.label, "summary": r.outcome.summary }));
     columns.push(run_report);

@@ -92,8 +92,9 @@ pub(crate) fn run(args: &PgArgs) -> Result<ExitCode> {
     }
 }
 
-/// The workload of `scenario` (its `[postgres]`, else the defaults) on `url`.
-fn workload(scenario: Option<&Scenario>, url: Option<&str>, origin: &str) -> Result<PgSpec> {
+/// The workload of `scenario` (its `[postgres]`, else the defaults) on `url` (else the
+/// scenario's, else `SAFEGATE_PG_URL`); the error names the scenario.
+pub(crate) fn workload(scenario: Option<&Scenario>, url: Option<&str>, origin: &str) -> Result<PgSpec> {
     let section = scenario.and_then(|s| s.postgres.clone()).unwrap_or_default();
     PgSpec::from_section(&section, url).map_err(|e| {
         if e.field == "postgres.url" {
@@ -110,6 +111,12 @@ fn curve(a: &CurveArgs) -> Result<ExitCode> {
     let scenario = a.scenario.as_deref().map(Scenario::load).transpose()?;
     let origin = a.scenario.as_ref().map_or("--pg-url".into(), |p| p.display().to_string());
     let spec = workload(scenario.as_ref(), a.pg_url.as_deref(), &origin)?;
+    if spec.pool < 3 {
+        anyhow::bail!(
+            "{origin}: postgres.pool = {}: a curve needs at least 3 levels, so a pool of 3 or more",
+            spec.pool
+        );
+    }
     if !(a.secs > 0.0 && a.secs <= 600.0) {
         anyhow::bail!("--secs {}: expected (0, 600] seconds", a.secs);
     }
@@ -164,7 +171,7 @@ fn arms(a: &ArmsArgs) -> Result<ExitCode> {
     let origin = a.scenario.display().to_string();
     let mut overrides = Vec::new();
     if let Some(d) = a.duration {
-        overrides.push(("run.duration".to_string(), format!("{d:?}")));
+        overrides.push(("run.duration".to_string(), safegate_studies::run::toml_float(d)));
     }
     let mut scenario = Scenario::load_with(&a.scenario, &overrides)?;
     if scenario.postgres.is_none() {
@@ -176,16 +183,23 @@ fn arms(a: &ArmsArgs) -> Result<ExitCode> {
     if !(0.0..=1.0).contains(&a.retry_probability) {
         anyhow::bail!("--retry-probability {}: expected [0, 1]", a.retry_probability);
     }
+    // A fixed concurrency runs on at most the executors and the connections there are.
+    let most = cfg.pool.executors.min(u32::try_from(spec.pool).unwrap_or(u32::MAX));
     let knee = cfg.pool.comfortable.round().max(1.0);
-    let mut fixed_levels = if a.fixed.is_empty() {
-        [0.5, 1.0, 1.5, 2.0].iter().map(|m| (knee * m).round().max(1.0) as u32).collect()
+    let mut fixed_levels: Vec<u32> = if a.fixed.is_empty() {
+        [0.5, 1.0, 1.5, 2.0].iter().map(|m| ((knee * m).round().max(1.0) as u32).min(most)).collect()
     } else {
+        if let Some(bad) = a.fixed.iter().find(|&&l| l == 0 || l > most) {
+            anyhow::bail!(
+                "--fixed {bad}: expected 1 to {most} (the scenario's {} executors and {} connections)",
+                cfg.pool.executors,
+                spec.pool
+            );
+        }
         a.fixed.clone()
     };
+    fixed_levels.sort_unstable();
     fixed_levels.dedup();
-    if let Some(bad) = fixed_levels.iter().find(|&&l| l == 0 || l > cfg.pool.executors) {
-        anyhow::bail!("--fixed {bad}: expected 1 to the pool's {} executors", cfg.pool.executors);
-    }
     let arm_list = Arm::seed_arms(&fixed_levels);
     let opts = ArmsOptions {
         spec,

@@ -135,7 +135,7 @@ fn postgres_inputs_are_checked_and_name_themselves() {
     let dir = tempdir();
     // Nothing listens on port 1: a run that got past its checks would fail to connect.
     let url = "postgres://u:secret@127.0.0.1:1/db";
-    let cases: Vec<(Vec<String>, &str)> = vec![
+    let mut cases: Vec<(Vec<String>, &str)> = vec![
         (vec!["live".into(), "--pg-url".into(), url.into(), "--speed".into(), "10".into()], "--speed"),
         (vec!["live".into(), write(&dir, "a.toml", "[postgres]\npool = 0\n")], "postgres.pool"),
         (vec!["live".into(), write(&dir, "b.toml", "[postgres]\nisolation = \"snapshot\"\n")], "isolation"),
@@ -161,6 +161,26 @@ fn postgres_inputs_are_checked_and_name_themselves() {
             "[postgres]",
         ),
         (vec!["pg".into(), "curve".into(), "--pg-url".into(), url.into(), "--secs".into(), "0".into()], "--secs"),
+        (
+            vec![
+                "pg".into(),
+                "curve".into(),
+                write(&dir, "p2.toml", "[postgres]\npool = 2\n"),
+                "--pg-url".into(),
+                url.into(),
+            ],
+            "postgres.pool",
+        ),
+        (
+            vec![
+                "live".into(),
+                write(&dir, "f.toml", "[postgres]\nrows = 8\n"),
+                "--downstream".into(),
+                "http://127.0.0.1:1".into(),
+            ],
+            "--downstream",
+        ),
+        (vec!["live".into(), "--pg-url".into(), url.into(), "--set".into(), "health.low=0.5".into()], "health.low"),
         (vec!["pg".into(), "curve".into(), "--pg-url".into(), url.into(), "--passes".into(), "0".into()], "--passes"),
         (
             vec![
@@ -174,6 +194,16 @@ fn postgres_inputs_are_checked_and_name_themselves() {
             "127.0.0.1:1",
         ),
     ];
+    let arms_scenario = write(&dir, "g.toml", "[model]\nexecutors = 16\n[postgres]\npool = 8\n");
+    let boundary = write(&dir, "bound.toml", "[barrier]\nthreshold = 0.7\n");
+    for (fixed, needle) in [("0", "--fixed 0"), ("9", "--fixed 9: expected 1 to 8")] {
+        cases.push((
+            ["pg", "arms", &arms_scenario, "--boundary", &boundary, "--pg-url", url, "--fixed", fixed]
+                .map(String::from)
+                .to_vec(),
+            needle,
+        ));
+    }
     for (args, needle) in cases {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         let out = safegate(&args);
