@@ -5,7 +5,7 @@
 //! 1. [`measure_curve`]: the database's service curve `X(n)`, measured closed loop with `n`
 //!    clients on the application pool for `n = 1 …` the pool's size, then fitted with the
 //!    USL and the seed's contention law `s·n·min(1, (C/n)^p)` (with `p = 2` and with `p`
-//!    free; [`crate::throughput::fit_curve`]). The `p = 2` fit gives the `[model]` of a
+//!    free; [`crate::throughput::fit::fit_curve`]). The `p = 2` fit gives the `[model]` of a
 //!    scenario ([`PgCurve::scenario_toml`]) and the knee of a boundary
 //!    ([`PgCurve::boundary_toml`]): what the simulator and the filter take as the system.
 //! 2. [`arms`]: the seed's system on it, arm after arm under the same offered load: gate
