@@ -179,6 +179,24 @@ pub struct Arm {
 }
 
 impl Arm {
+    /// The fixed concurrencies to sweep on a pool whose fitted knee is `knee`, with at most
+    /// `most` executors and connections: `given` (each in `[1, most]`, else `Err` naming the
+    /// first that is not), or the knee × ½, 1, 1½ and 2 capped at `most`; sorted, each once.
+    pub fn fixed_levels(knee: f64, most: u32, given: &[u32]) -> Result<Vec<u32>, u32> {
+        let knee = knee.round().max(1.0);
+        let mut levels: Vec<u32> = if given.is_empty() {
+            [0.5, 1.0, 1.5, 2.0].iter().map(|m| ((knee * m).round().max(1.0) as u32).min(most)).collect()
+        } else {
+            if let Some(&bad) = given.iter().find(|&&l| l == 0 || l > most) {
+                return Err(bad);
+            }
+            given.to_vec()
+        };
+        levels.sort_unstable();
+        levels.dedup();
+        Ok(levels)
+    }
+
     /// The seed's four arms, then a fixed concurrency for each of `fixed`.
     pub fn seed_arms(fixed: &[u32]) -> Vec<Arm> {
         let spec = |s: &str| s.parse::<PolicySpec>().expect("a registry spec");
@@ -213,6 +231,22 @@ pub struct ArmFigures {
     pub failed_rate: f64,
     /// 99th percentile of a completed job's time in the system \[s\].
     pub sojourn_p99: Option<f64>,
+}
+
+impl ArmFigures {
+    /// The figures of a run summarised by `s` whose recorded backlog is `queue`, against the
+    /// line `line`, with `failed_rate` jobs failed for good per second: the live run and the
+    /// model are read the same way.
+    fn of(s: &safegate_sim::Summary, queue: &[f64], line: f64, failed_rate: f64) -> ArmFigures {
+        ArmFigures {
+            goodput: s.cleared / s.duration.max(1e-9),
+            backlog_mean: s.queue_mean,
+            backlog_max: s.queue_max,
+            share_beyond: queue.iter().filter(|q| **q > line).count() as f64 / queue.len().max(1) as f64,
+            failed_rate,
+            sojourn_p99: s.sojourn_p99,
+        }
+    }
 }
 
 /// One arm's result: the live run and the model's prediction.
@@ -290,17 +324,12 @@ pub async fn arms(
             line,
         };
         let report = crate::run::run(&run, policy()?, &mut |_| {}).await?;
-        let s = &report.summary;
-        let d = s.duration.max(1e-9);
-        let n = report.series.queue.len().max(1) as f64;
-        let live = ArmFigures {
-            goodput: s.cleared / d,
-            backlog_mean: s.queue_mean,
-            backlog_max: s.queue_max,
-            share_beyond: report.series.queue.iter().filter(|q| **q > line).count() as f64 / n,
-            failed_rate: report.accounting.failed as f64 / d,
-            sojourn_p99: s.sojourn_p99,
-        };
+        let live = ArmFigures::of(
+            &report.summary,
+            &report.series.queue,
+            line,
+            report.accounting.failed as f64 / report.summary.duration.max(1e-9),
+        );
         let result = ArmResult {
             label: arm.label.clone(),
             live,
@@ -323,19 +352,8 @@ fn predict(cfg: &Config, mut policy: LivePolicy, line: f64) -> Result<ArmFigures
         &mut policy,
         safegate_sim::RunOptions { record_every: Some(stride), progress: None },
     )?;
-    let s = &out.summary;
-    let d = s.duration.max(1e-9);
-    let share_beyond = out.series.as_ref().map_or(0.0, |series| {
-        series.queue.iter().filter(|q| **q > line).count() as f64 / series.queue.len().max(1) as f64
-    });
-    Ok(ArmFigures {
-        goodput: s.cleared / d,
-        backlog_mean: s.queue_mean,
-        backlog_max: s.queue_max,
-        share_beyond,
-        failed_rate: 0.0,
-        sojourn_p99: s.sojourn_p99,
-    })
+    let queue = out.series.as_ref().map_or(&[][..], |series| &series.queue[..]);
+    Ok(ArmFigures::of(&out.summary, queue, line, 0.0))
 }
 
 #[cfg(test)]
@@ -393,6 +411,11 @@ mod tests {
         assert_eq!(b.barrier.threshold, 0.7);
         assert_eq!(b.envelope.traffic, [0.0, 4000.0]);
         // The arms it plays: the seed's four, then the fixed ones.
+        assert_eq!(Arm::fixed_levels(4.58, 64, &[]), Ok(vec![3, 5, 8, 10]));
+        assert_eq!(Arm::fixed_levels(40.0, 64, &[]), Ok(vec![20, 40, 60, 64]), "capped at the pool");
+        assert_eq!(Arm::fixed_levels(4.0, 8, &[5, 3, 5]), Ok(vec![3, 5]), "sorted, each once");
+        assert_eq!(Arm::fixed_levels(4.0, 8, &[3, 0]), Err(0));
+        assert_eq!(Arm::fixed_levels(4.0, 8, &[9]), Err(9));
         let arms = Arm::seed_arms(&[2, 5]);
         assert_eq!(arms.len(), 6);
         assert!(arms[2].filtered && arms[3].filtered && !arms[0].filtered);

@@ -185,21 +185,13 @@ fn arms(a: &ArmsArgs) -> Result<ExitCode> {
     }
     // A fixed concurrency runs on at most the executors and the connections there are.
     let most = cfg.pool.executors.min(u32::try_from(spec.pool).unwrap_or(u32::MAX));
-    let knee = cfg.pool.comfortable.round().max(1.0);
-    let mut fixed_levels: Vec<u32> = if a.fixed.is_empty() {
-        [0.5, 1.0, 1.5, 2.0].iter().map(|m| ((knee * m).round().max(1.0) as u32).min(most)).collect()
-    } else {
-        if let Some(bad) = a.fixed.iter().find(|&&l| l == 0 || l > most) {
-            anyhow::bail!(
-                "--fixed {bad}: expected 1 to {most} (the scenario's {} executors and {} connections)",
-                cfg.pool.executors,
-                spec.pool
-            );
-        }
-        a.fixed.clone()
-    };
-    fixed_levels.sort_unstable();
-    fixed_levels.dedup();
+    let fixed_levels = Arm::fixed_levels(cfg.pool.comfortable, most, &a.fixed).map_err(|bad| {
+        anyhow::anyhow!(
+            "--fixed {bad}: expected 1 to {most} (the scenario's {} executors and {} connections)",
+            cfg.pool.executors,
+            spec.pool
+        )
+    })?;
     let arm_list = Arm::seed_arms(&fixed_levels);
     let opts = ArmsOptions {
         spec,
