@@ -60,6 +60,9 @@ pub struct Peak {
     pub(super) last_stall: f64,
     /// The grid point of the last stall.
     pub(super) last_stalled: Option<usize>,
+    /// When the opening ended \[s\] (NaN while it runs, or without one): a first stall soon
+    /// after it cuts deeper (`stall.rs`).
+    pub(super) opened_at: f64,
     /// Whether a stall halved the limit and no trial has ended since, calm or stalled (the
     /// first stalled one is forgiven: `stall.rs`).
     pub(super) recovering: bool,
@@ -118,6 +121,7 @@ impl Peak {
             stall_hold: super::stall::FIRST_HOLD,
             last_stall: f64::NAN,
             last_stalled: None,
+            opened_at: f64::NAN,
             recovering: false,
             service_floor: super::stall::ServiceFloor::new(),
             stretch: 1,

@@ -185,7 +185,7 @@ impl Peak {
             // below it was verified: otherwise that level is home).
             self.ceiling = o.verified.map(|_| self.target);
             let home = o.verified.unwrap_or(self.target);
-            return self.end_opening(home);
+            return self.end_opening(home, obs.now);
         }
         o.floor = o.floor.min(service);
         o.fail_floor = o.fail_floor.min(fail_share);
@@ -198,7 +198,7 @@ impl Peak {
             o.verified = Some(self.target);
             let last = self.grid.len() - 1;
             if self.target == last {
-                return self.end_opening(last);
+                return self.end_opening(last, obs.now);
             }
             let want = 2.0 * limit;
             self.target = self.grid.iter().rposition(|&g| f64::from(g) <= want).unwrap_or(last).max(self.target + 1);
@@ -208,9 +208,10 @@ impl Peak {
         self.open = Some(o);
     }
 
-    /// End the opening with the climb's home at grid point `home`.
-    fn end_opening(&mut self, home: usize) {
+    /// End the opening at `now` with the climb's home at grid point `home`.
+    fn end_opening(&mut self, home: usize, now: f64) {
         self.open = None;
+        self.opened_at = now;
         self.home = home;
         self.slow_start = false;
         self.up = true;

@@ -28,7 +28,11 @@
 //!
 //! A stall is answered the way TCP answers a loss (no code is taken from any
 //! implementation): the limit is **halved** (home goes to the grid point at or below half
-//! the stalled level, rounded up), and every level from the stalled one up is kept out of
+//! the stalled level, rounded up; a **quarter** for the first stall within [`FIRST_HOLD`] of
+//! the opening's end, which says the opening, judging levels by their service time over a
+//! few round trips, climbed into a region that stalls: on PostgreSQL halving from the
+//! opening's 17 stalled again at 9, and the climb lost four seconds in a row to stalls whose
+//! in-flight transactions a lower limit cannot take back), and every level from the stalled one up is kept out of
 //! the climb, and out of the app-limited drift, for a hold: [`FIRST_HOLD`] at first,
 //! doubled (up to [`MAX_HOLD`]) when the climb stalls again at or above the level that
 //! stalled last within two holds of it; a stall lower down starts a fresh hold there (stalls
@@ -165,12 +169,19 @@ impl Peak {
     /// A stall at grid point `i` at `now`: home to half of `i` (never above home), and the
     /// levels from `i` up held out (see the module docs for the hold).
     pub(super) fn stall_at(&mut self, i: usize, now: f64) {
+        // The first stall within a hold of the opening's end says the opening climbed into
+        // a region that stalls: it judged each level by its service time over a few round
+        // trips, and a deadlock shows only after its timeout. There the cut is a quarter:
+        // halving from the opening's overshoot (17 on PostgreSQL, best fixed limit 4–6) stalled
+        // again at 9, and the climb lost four seconds in a row to stalls.
+        let first = self.last_stalled.is_none() && now - self.opened_at <= FIRST_HOLD;
+        let cut = if first { DECREASE * DECREASE } else { DECREASE };
         let again = now - self.last_stall <= 2.0 * self.stall_hold && self.last_stalled.is_some_and(|c| i >= c);
         self.stall_hold = if again { (2.0 * self.stall_hold).min(MAX_HOLD) } else { FIRST_HOLD };
         self.last_stall = now;
         self.last_stalled = Some(i);
         self.stalled = Some((i, now + self.stall_hold));
-        let half = (f64::from(self.grid[i]) * DECREASE).ceil();
+        let half = (f64::from(self.grid[i]) * cut).ceil();
         let halved = self.grid.iter().rposition(|&g| f64::from(g) <= half).unwrap_or(0);
         self.home = self.home.min(halved);
     }
