@@ -145,6 +145,13 @@ impl Peak {
             // same rate) is one step nearer the knee, not a slope to run down (doubling
             // there probed half the knee, at half its throughput).
             let careful = (i > self.home && self.stalled_lately(now)) || (i < self.home && !better);
+            if i > self.home && self.stalled_lately(now) && self.pace.is_finite() {
+                // Paced: the next step up waits as long as the last stall took to show (a
+                // deadlock shows after its timeout; steps every 150 ms climbed from 4 to 11
+                // in a second on PostgreSQL, past the stalls they could not see yet).
+                self.up_at = now + self.pace;
+                self.paced = true;
+            }
             self.home = i;
             self.losses = 0;
             self.calm = 0;
@@ -183,9 +190,15 @@ impl Peak {
             // at 0.6 of the best fixed limit). Until then the rounds, which can only probe
             // down, grow calmer as any other: each probe below costs throughput (a third of
             // it from 3 to 2), and a round every 0.8 s cost 7 % on PostgreSQL.
-            if let Some((_, until)) = self.stalled.filter(|_| self.top() <= self.home) {
-                let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
-                hold = hold.min(left as u32); // saturating cast
+            if self.top() <= self.home {
+                // Whichever keeps the level above home out: the stall's hold, the pace, or both.
+                let held = self.stalled.filter(|&(c, _)| c <= self.home + 1);
+                let stall = held.map_or(f64::NAN, |(_, until)| until);
+                let until = if self.paced { stall.max(self.up_at) } else { stall };
+                if until.is_finite() {
+                    let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
+                    hold = hold.min(left as u32); // saturating cast
+                }
             }
             self.calm += 1;
             self.go(self.home, hold);

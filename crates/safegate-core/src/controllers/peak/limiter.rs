@@ -60,6 +60,12 @@ pub struct Peak {
     pub(super) last_stall: f64,
     /// The grid point of the last stall.
     pub(super) last_stalled: Option<usize>,
+    /// How long the last stall took to show \[s\] (its trial's length; NaN before the
+    /// first), the earliest time the climb may move up again after it, and whether that time
+    /// is still to come (`stall.rs`: the climb is paced by its feedback).
+    pub(super) pace: f64,
+    pub(super) up_at: f64,
+    pub(super) paced: bool,
     /// When the opening ended \[s\] (NaN while it runs, or without one): a first stall soon
     /// after it cuts deeper (`stall.rs`).
     pub(super) opened_at: f64,
@@ -122,6 +128,9 @@ impl Peak {
             last_stall: f64::NAN,
             last_stalled: None,
             opened_at: f64::NAN,
+            pace: f64::NAN,
+            up_at: f64::NEG_INFINITY,
+            paced: false,
             recovering: false,
             service_floor: super::stall::ServiceFloor::new(),
             stretch: 1,

@@ -776,3 +776,63 @@ fn a_first_stall_soon_after_the_opening_cuts_to_a_quarter() {
     q.stall_at(i, 30.0);
     assert_eq!(q.home(), 9, "17 → {} on a first stall 29 s after the opening", q.home());
 }
+
+/// A stall at 4 with 3 known to keep most of the rate stops the cut at 3, not 2 (on
+/// PostgreSQL 2 delivered 380 txn/s, 3 540, 4 700 between stalls); with nothing fresh known
+/// below, it halves (fails before: always half).
+#[test]
+fn a_stall_on_a_coarse_grid_cuts_to_the_level_that_keeps_the_rate() {
+    let now = 10.0;
+    let (mut p, three) = settled_at_three(now);
+    let four = three + 1;
+    p.bins[four] = super::curve::Bin { rate: 100.0, ..p.bins[three] };
+    p.home = four;
+    p.stall_at(four, now);
+    assert_eq!(p.home(), 3, "4 → {} with 3 keeping 540 of 540", p.home());
+    // Stale bins: half.
+    let (mut q, _) = settled_at_three(now);
+    q.home = four;
+    q.stall_at(four, now + 10.0);
+    assert_eq!(q.home(), 2, "4 → {} with nothing fresh below", q.home());
+}
+
+/// After a stall the climb moves up at most one step per stall length (the time the stall
+/// took to show): a won probe above home does not let the next probe go higher before then
+/// (fails before: a step up every trial, 4 to 11 in a second on PostgreSQL).
+#[test]
+fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
+    let now = 10.0;
+    let (mut p, three) = settled_at_three(now);
+    // A stall one second long, far above.
+    p.last_stall = now - 1.0;
+    p.pace = 1.0;
+    p.up_at = now - 0.5;
+    p.target = three + 1;
+    p.up = true;
+    // The probe at 4 wins outright.
+    p.bins[three + 1] = super::curve::Bin { rate: 700.0, var: 1.0, ..p.bins[three] };
+    p.trial = super::trial::Trial {
+        periods: 2,
+        saturated: 2,
+        completed: 70.0,
+        good: 70.0,
+        elapsed: 0.1,
+        busy: 70.0 * 0.0045,
+        held: 0.4,
+        rate_sum: 1400.0,
+        rate_sq: 2.0 * 700.0 * 700.0,
+        ..Default::default()
+    };
+    p.bins[three].var = 1.0;
+    p.service_floor.note(0.004, now);
+    p.finish_trial(now);
+    assert_eq!(p.home(), 4, "the probe at 4 did not win");
+    // No probe above 4 for the pace (1 s).
+    let mut t = now;
+    while t < now + 0.9 {
+        t += 0.05;
+        p.trial = super::trial::Trial { periods: 2, saturated: 2, completed: 70.0, good: 70.0, elapsed: 0.1, busy: 0.3, held: 0.4, rate_sum: 1400.0, rate_sq: 2.0 * 700.0 * 700.0, ..Default::default() };
+        p.finish_trial(t);
+        assert!(p.limit() <= 4, "limit {} at {:.2} s, 1-s pace from {now}", p.limit(), t - now);
+    }
+}
