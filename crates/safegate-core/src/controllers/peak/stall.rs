@@ -28,25 +28,26 @@
 //!
 //! A stall is answered the way TCP answers a loss (no code is taken from any
 //! implementation): the limit is **halved** (home goes to the grid point at or below half
-//! the stalled level, rounded up; a **quarter** for the first stall within [`FIRST_HOLD`] of
-//! the opening's end, which says the opening, judging levels by their service time over a
-//! few round trips, climbed into a region that stalls: on PostgreSQL halving from the
-//! opening's 17 stalled again at 9, and the climb lost four seconds in a row to stalls whose
-//! in-flight transactions a lower limit cannot take back), and every level from the stalled one up is kept out of
-//! the climb, and out of the app-limited drift, for a hold: [`FIRST_HOLD`] at first,
-//! doubled (up to [`MAX_HOLD`]) when the climb stalls again at or above the level that
-//! stalled last within two holds of it; a stall lower down starts a fresh hold there (stalls
-//! happen at every level, rarer the lower it is). For [`MAX_HOLD`] after a stall the climb
-//! goes up without momentum, one grid step per won probe, so it does not double back into
-//! the level that stalled, and **paced by its feedback**: at most one step up per stall
-//! length (the stalled trial's length, the time a stall took to show; about a second on
-//! PostgreSQL, whose deadlocks show after `deadlock_timeout`), as TCP grows its window by
-//! one segment per round trip, the time its loss signal takes (steps every trial climbed
-//! from 4 to 11 in a second, past stalls not yet seen). A stall's cut, below the halving's
-//! floor, stops at the lowest level between half and the stalled one whose fresh rate keeps
-//! [`KEEP`] of the best there: on a coarse grid halving costs more than the stall. Once per episode, as TCP's fast recovery (RFC 6582) halves once
-//! for the losses of one window: the first trial after a halving that stalls too measured
-//! what was stuck before it (a deadlock's waiters and their retries outlast it), so it
+//! the stalled level, rounded up; a **quarter** for the first stall within [`FIRST_HOLD`]
+//! of the opening's end, which says the opening, judging levels by their service time over
+//! a few round trips, climbed into a region that stalls: on PostgreSQL halving from the
+//! opening's 17 stalled again at 9, and the climb lost four seconds in a row to stalls
+//! whose in-flight transactions a lower limit cannot take back), and every level from the
+//! stalled one up is kept out of the climb, and out of the app-limited drift, for a hold:
+//! [`FIRST_HOLD`] at first, doubled (up to [`MAX_HOLD`]) when the climb stalls again at or
+//! above the level that stalled last within two holds of it; a stall lower down starts a
+//! fresh hold there (stalls happen at every level, rarer the lower it is). For [`MAX_HOLD`]
+//! after a stall the climb goes up without momentum, one grid step per won probe, so it
+//! does not double back into the level that stalled, and **paced by its feedback**: at most
+//! one step up per stall length (the stalled trial's length, the time a stall took to show;
+//! about a second on PostgreSQL, whose deadlocks show after `deadlock_timeout`), as TCP
+//! grows its window by one segment per round trip, the time its loss signal takes (steps
+//! every trial climbed from 4 to 11 in a second, past stalls not yet seen). A stall's cut
+//! stops short of half, at the lowest level between half and the stalled one
+//! whose fresh rate keeps [`KEEP`] of the best there: on a coarse grid halving costs more
+//! than the stall. Once per episode, as TCP's fast recovery (RFC 6582) halves once for the
+//! losses of one window: the first trial after a halving that stalls too measured what was
+//! stuck before it (a deadlock's waiters and their retries outlast it), so it
 //! sends the climb home again without halving; a second stalled trial in a row halves.
 //! While a stall's hold keeps out home's only neighbour above, the climb's hold at home
 //! ends with the stall's (probe rounds that could only probe down do not lengthen it).
@@ -156,15 +157,15 @@ impl Peak {
         if t.late > 0.0 && t.late >= HOST_SHARE * (service - floor) {
             return false;
         }
+        // A stall showed only now, this trial's length after what caused it: the climb
+        // moves up at most one step per that long while stalls are recent.
+        self.pace = t.elapsed.clamp(self.cfg.interval, MAX_HOLD);
+        self.up_at = now + self.pace;
         // One halving per episode (as TCP's fast recovery halves once for the losses of one
         // window, RFC 6582): the first trial after a halving that stalls too is forgiven,
         // since it measured what was stuck before the halving (on PostgreSQL a deadlock's
         // waiters, and their retries, outlast the first trial after it); the climb goes home
         // again. A second one in a row is a stall of the halved level, and halves it.
-        // A stall showed only now, this trial's length after what caused it: the climb
-        // moves up at most one step per that long while stalls are recent.
-        self.pace = t.elapsed.clamp(self.cfg.interval, MAX_HOLD);
-        self.up_at = now + self.pace;
         if std::mem::take(&mut self.recovering) {
             self.go(self.home, self.cfg.trial_periods);
             return true;
@@ -211,12 +212,13 @@ impl Peak {
         if halved >= i {
             return halved;
         }
-        let rates: Vec<(usize, f64)> = (halved..=i).filter_map(|j| self.usable(j, now).map(|r| (j, r))).collect();
-        let best = rates.iter().map(|r| r.1).fold(0.0, f64::max);
+        // Two passes over the few points, so that a decision allocates nothing.
+        let rates = || (halved..=i).filter_map(|j| self.usable(j, now).map(|r| (j, r)));
+        let best = rates().map(|r| r.1).fold(0.0, f64::max);
         if !(best > 0.0) {
             return halved;
         }
-        rates.iter().find(|&&(j, r)| j < i && r >= KEEP * best).map_or(halved, |r| r.0)
+        rates().find(|&(j, r)| j < i && r >= KEEP * best).map_or(halved, |r| r.0)
     }
 
     /// The highest grid point the climb may probe or drift to now: below the opening's

@@ -695,6 +695,24 @@ fn settled_at_three(now: f64) -> (Peak, usize) {
     (p, home)
 }
 
+/// A saturated trial of two 50-ms periods with `completed` successes at an even rate,
+/// `busy` seconds of service and `held` request-seconds in flight.
+fn two_periods(completed: f64, busy: f64, held: f64) -> super::trial::Trial {
+    let rate = completed / 0.1;
+    super::trial::Trial {
+        periods: 2,
+        saturated: 2,
+        completed,
+        good: completed,
+        elapsed: 0.1,
+        busy,
+        held,
+        rate_sum: 2.0 * rate,
+        rate_sq: 2.0 * rate * rate,
+        ..Default::default()
+    }
+}
+
 /// On a noisy backend a lower limit does not win on its shorter service time when it
 /// delivers less than home by more than the tolerance, however wide the noise: two
 /// standard errors of PostgreSQL's stalls hid a third of the throughput, and the climb
@@ -706,18 +724,7 @@ fn a_lower_limit_must_deliver_as_much_to_win_on_service_time() {
     p.target = home - 1;
     p.up = false;
     // A probe at 2 as its bin says: 380/s, 4.5 ms.
-    p.trial = super::trial::Trial {
-        periods: 2,
-        saturated: 2,
-        completed: 38.0,
-        good: 38.0,
-        elapsed: 0.1,
-        busy: 38.0 * 0.0045,
-        held: 0.2,
-        rate_sum: 760.0,
-        rate_sq: 2.0 * 380.0 * 380.0,
-        ..Default::default()
-    };
+    p.trial = two_periods(38.0, 38.0 * 0.0045, 0.2);
     p.service_floor.note(0.004, now);
     p.finish_trial(now);
     assert_eq!(p.home(), 3, "home {} after a probe at 2 that delivered 30 % less", p.home());
@@ -733,18 +740,7 @@ fn a_round_with_only_one_side_probes_it_once_and_calms_down() {
     p.stalled = Some((home + 1, now + 30.0));
     p.target = home - 1;
     p.up = false;
-    p.trial = super::trial::Trial {
-        periods: 2,
-        saturated: 2,
-        completed: 38.0,
-        good: 38.0,
-        elapsed: 0.1,
-        busy: 38.0 * 0.0045,
-        held: 0.2,
-        rate_sum: 760.0,
-        rate_sq: 2.0 * 380.0 * 380.0,
-        ..Default::default()
-    };
+    p.trial = two_periods(38.0, 38.0 * 0.0045, 0.2);
     p.service_floor.note(0.004, now);
     p.finish_trial(now);
     assert_eq!((p.home(), p.limit()), (3, 3), "the round did not end at home");
@@ -811,18 +807,7 @@ fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
     p.up = true;
     // The probe at 4 wins outright.
     p.bins[three + 1] = super::curve::Bin { rate: 700.0, var: 1.0, ..p.bins[three] };
-    p.trial = super::trial::Trial {
-        periods: 2,
-        saturated: 2,
-        completed: 70.0,
-        good: 70.0,
-        elapsed: 0.1,
-        busy: 70.0 * 0.0045,
-        held: 0.4,
-        rate_sum: 1400.0,
-        rate_sq: 2.0 * 700.0 * 700.0,
-        ..Default::default()
-    };
+    p.trial = two_periods(70.0, 70.0 * 0.0045, 0.4);
     p.bins[three].var = 1.0;
     p.service_floor.note(0.004, now);
     p.finish_trial(now);
@@ -831,7 +816,7 @@ fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
     let mut t = now;
     while t < now + 0.9 {
         t += 0.05;
-        p.trial = super::trial::Trial { periods: 2, saturated: 2, completed: 70.0, good: 70.0, elapsed: 0.1, busy: 0.3, held: 0.4, rate_sum: 1400.0, rate_sq: 2.0 * 700.0 * 700.0, ..Default::default() };
+        p.trial = two_periods(70.0, 0.3, 0.4);
         p.finish_trial(t);
         assert!(p.limit() <= 4, "limit {} at {:.2} s, 1-s pace from {now}", p.limit(), t - now);
     }
