@@ -90,6 +90,53 @@ fn bursts_report_each_burst_against_the_first() {
 }
 
 #[test]
+fn rounds_repeat_the_bench_and_sum_up_each_stack_as_medians() {
+    let v = json(&safegate(&[
+        "bench",
+        "overload",
+        "--secs",
+        "0.5",
+        "--scenarios",
+        "collapse-3x",
+        "--stacks",
+        "none,tower-limit-oracle",
+        "--pause-ms",
+        "20",
+        "--rounds",
+        "3",
+        "--json",
+    ]));
+    let rounds = v["rounds"].as_array().expect("rounds");
+    assert_eq!(rounds.len(), 3);
+    // Round r's Poisson seed is --seed + r.
+    let seeds: Vec<u64> = rounds.iter().map(|r| r["document"]["settings"]["seed"].as_u64().unwrap()).collect();
+    assert_eq!(seeds, [1, 2, 3]);
+    assert_eq!(rounds[2]["round"], 3);
+    let summary = v["summary"].as_array().expect("summary");
+    assert_eq!(summary.len(), 1);
+    let s = &summary[0];
+    assert_eq!(s["scenario"], "collapse-3x");
+    assert_eq!(s["rounds"], 3);
+    // The oracle is the reference, not a row of its own; no limit is the one stack left.
+    let stacks = s["stacks"].as_array().expect("stacks");
+    assert_eq!(stacks.len(), 1);
+    let none = &stacks[0];
+    assert_eq!(none["stack"], "none");
+    let ratios: Vec<f64> = none["vs_oracle"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let each: Vec<f64> = rounds
+        .iter()
+        .map(|r| run(&r["document"]["scenarios"][0], "none")["goodput_vs_oracle"].as_f64().unwrap())
+        .collect();
+    assert_eq!(ratios, each);
+    let mut sorted = each.clone();
+    sorted.sort_by(f64::total_cmp);
+    assert_eq!(none["median"].as_f64(), Some(sorted[1]));
+    assert_eq!(none["least"].as_f64(), Some(sorted[0]));
+    // No peer ran: nothing to be ahead of.
+    assert!(none["ahead_of_peers"].is_null());
+}
+
+#[test]
 fn bad_flags_exit_2_naming_the_flag() {
     let cases: &[(&[&str], &str)] = &[
         (&["--secs", "0"], "--secs"),
@@ -98,6 +145,8 @@ fn bad_flags_exit_2_naming_the_flag() {
         (&["--slo-ms", "2000"], "--slo-ms"),
         (&["--scenarios", "collapse-9x"], "--scenarios"),
         (&["--stacks", "nope"], "--stacks"),
+        (&["--rounds", "0"], "--rounds"),
+        (&["--rounds", "51"], "--rounds"),
         // 3 × 10⁷ req/s (C = 100,000 at 10 ms) for 600 s is 1.8e10 requests.
         (&["--secs", "600", "--knee", "100000", "--scenarios", "collapse-3x"], "--secs"),
     ];

@@ -12,12 +12,14 @@
 //! - `histogram`: the generator's latency histogram;
 //! - `report`: the figures of a run and a scenario, and the JSON document;
 //! - [`sweep`]: the (knee, base time) pairs of a sweep;
-//! - [`text`]: a scenario's table and a sweep's summary, as the CLI prints them.
+//! - [`rounds`]: repeated rounds summed up per scenario (medians of each round's ratio).
+//! - [`text`]: a scenario's table and a sweep's and rounds' summaries, as the CLI prints them.
 
 mod backend;
 mod histogram;
 mod load;
 mod report;
+pub mod rounds;
 mod run;
 mod settings;
 mod stacks;

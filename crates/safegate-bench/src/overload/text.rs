@@ -6,6 +6,7 @@
 use std::fmt::Write as _;
 
 use super::report::{Document, Figures, ScenarioReport};
+use super::rounds::ScenarioRounds;
 
 /// `writeln!` into a `String`, which cannot fail.
 macro_rules! outln {
@@ -175,5 +176,82 @@ pub fn table(s: &ScenarioReport) -> String {
         None => outln!(out, "best anchor (peers): none run"),
     }
     out.push('\n');
+    out
+}
+
+/// Rounds summed up: per scenario, each round's oracle and every stack's share of it, the
+/// median and least share, and the rounds a stack was ahead of every peer. A sweep (more
+/// than one knee or base time) gets one line per (knee, base, scenario) with the medians.
+pub fn rounds(summary: &[ScenarioRounds]) -> String {
+    let mut out = String::new();
+    let pairs = summary.iter().map(|s| (s.knee, s.base_ms.to_bits())).collect::<std::collections::BTreeSet<_>>();
+    if pairs.len() > 1 {
+        let stacks: Vec<&str> =
+            summary.first().map(|s| s.stacks.iter().map(|r| r.stack.as_str()).collect()).unwrap_or_default();
+        outln!(out, "## rounds: median over the rounds of goodput ÷ that round's oracle, per knee C and base time");
+        let mut head = format!("{:>5} {:>8} {:<14} {:>6} {:>9}", "C", "base ms", "scenario", "rounds", "oracle/s");
+        for s in &stacks {
+            head.push_str(&format!(" {s:>16}"));
+        }
+        outln!(out, "{head}");
+        let mut least = vec![f64::INFINITY; stacks.len()];
+        for s in summary {
+            let oracle = (!s.oracle_rps.is_empty()).then(|| super::rounds::median(&s.oracle_rps));
+            let mut line =
+                format!("{:>5} {:>8} {:<14} {:>6} {:>9}", s.knee, s.base_ms, s.scenario, s.rounds, opt(oracle, 0));
+            for (i, name) in stacks.iter().enumerate() {
+                let m = s.stacks.iter().find(|r| r.stack == *name).map(|r| r.median);
+                if let Some(m) = m {
+                    least[i] = least[i].min(m);
+                }
+                line.push_str(&format!(" {:>16}", opt(m, 2)));
+            }
+            outln!(out, "{line}");
+        }
+        let mut line = format!("{:<46}", "least median over the sweep");
+        for l in &least {
+            line.push_str(&format!(" {:>16}", opt(l.is_finite().then_some(*l), 2)));
+        }
+        outln!(out, "{line}");
+        out.push('\n');
+        return out;
+    }
+    for s in summary {
+        outln!(out, "## {} over {} rounds: goodput ÷ that round's oracle (the best fixed limit)", s.scenario, s.rounds);
+        let mut head = format!("{:<22} {:>14}", "round", "oracle");
+        for r in &s.stacks {
+            head.push_str(&format!(" {:>16}", r.stack));
+        }
+        outln!(out, "{head}");
+        for k in 0..s.rounds {
+            let mut line =
+                format!("{:<22} {:>14}", k + 1, format!("{:.0}/s at {}", s.oracle_rps[k], s.oracle_limits[k]));
+            for r in &s.stacks {
+                line.push_str(&format!(" {:>16}", opt(r.vs_oracle.get(k).copied(), 2)));
+            }
+            outln!(out, "{line}");
+        }
+        let oracle = (!s.oracle_rps.is_empty()).then(|| super::rounds::median(&s.oracle_rps));
+        let mut line = format!("{:<22} {:>14}", "median", format!("{}/s", opt(oracle, 0)));
+        for r in &s.stacks {
+            line.push_str(&format!(" {:>16.2}", r.median));
+        }
+        outln!(out, "{line}");
+        let mut line = format!("{:<22} {:>14}", "least", "");
+        for r in &s.stacks {
+            line.push_str(&format!(" {:>16.2}", r.least));
+        }
+        outln!(out, "{line}");
+        if s.stacks.iter().any(|r| r.ahead_of_peers.is_some()) {
+            let mut line = format!("{:<22} {:>14}", "ahead of every peer", "");
+            for r in &s.stacks {
+                let cell =
+                    r.ahead_of_peers.map_or_else(|| "—".to_string(), |n| format!("{n} of {}", r.vs_oracle.len()));
+                line.push_str(&format!(" {cell:>16}"));
+            }
+            outln!(out, "{line}");
+        }
+        out.push('\n');
+    }
     out
 }

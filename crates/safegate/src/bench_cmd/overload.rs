@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use clap::{Args, ValueEnum};
-use safegate_bench::overload::{sweep, text, Arrivals, Event, Isolation, Overload, OverloadSpec, PgSpec, Progress};
+use safegate_bench::overload::{
+    rounds, sweep, text, Arrivals, Event, Isolation, Overload, OverloadSpec, PgSpec, Progress,
+};
 
 use super::flags::flagged;
 
@@ -53,6 +55,10 @@ pub(super) struct OverloadArgs {
     /// load per run (unless --secs does).
     #[arg(long)]
     sweep: bool,
+    /// Run every bench this many times, round after round (round r's Poisson seed is
+    /// --seed + r), and sum up each stack's goodput ÷ its round's oracle as medians.
+    #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(rounds::MAX_ROUNDS)))]
+    rounds: u32,
     /// Queueing backend: workers W (its best limit).
     #[arg(long, default_value_t = 32, value_name = "N")]
     workers: usize,
@@ -126,7 +132,7 @@ impl OverloadArgs {
         })
     }
 
-    fn spec(&self, knee: usize, base_ms: f64, postgres: Option<PgSpec>) -> OverloadSpec {
+    fn spec(&self, knee: usize, base_ms: f64, round: u32, postgres: Option<PgSpec>) -> OverloadSpec {
         let scenarios = if self.sweep && self.scenarios.is_empty() {
             sweep::SWEEP_SCENARIOS.iter().map(|s| s.to_string()).collect()
         } else {
@@ -148,7 +154,7 @@ impl OverloadArgs {
                 ArrivalsArg::Poisson => Arrivals::Poisson,
                 ArrivalsArg::Even => Arrivals::Even,
             },
-            seed: self.seed,
+            seed: self.seed.wrapping_add(u64::from(round)),
             fast_cap: self.fast_cap,
             fast_outstanding: self.fast_outstanding,
             pause_ms: self.pause_ms,
@@ -158,21 +164,26 @@ impl OverloadArgs {
     }
 }
 
-/// `safegate bench overload …`: one bench, or one per (knee, base) pair of a sweep, every
-/// pair checked before the first runs.
+/// `safegate bench overload …`: one bench, or one per (knee, base) pair of a sweep, each
+/// run `--rounds` times (round after round), every bench checked before the first runs.
 pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
     let pairs = sweep::pairs(&a.knee, &a.base_ms, a.sweep).map_err(flagged)?;
     let postgres = a.postgres();
-    let benches: Vec<(usize, f64, Overload)> = pairs
-        .iter()
-        .map(|&(k, b)| Overload::new(&a.spec(k, b, postgres.clone())).map(|o| (k, b, o)).map_err(flagged))
-        .collect::<Result<_>>()?;
-    // Progress: tenths of a second of planned load, over every run of every pair.
+    let mut benches: Vec<(usize, u32, Overload)> = Vec::new();
+    for round in 0..a.rounds {
+        for (i, &(k, b)) in pairs.iter().enumerate() {
+            benches.push((i, round, Overload::new(&a.spec(k, b, round, postgres.clone())).map_err(flagged)?));
+        }
+    }
+    // Progress: tenths of a second of planned load, over every run of every bench.
     let total: u64 = benches.iter().map(|(_, _, o)| o.progress_total()).sum();
     let pb = crate::progress::bar(total, "overload", !a.json && std::io::stderr().is_terminal());
-    let mut documents = Vec::new();
+    let mut documents: Vec<(usize, f64, Vec<_>)> = pairs.iter().map(|&(k, b)| (k, b, Vec::new())).collect();
     let mut base = 0u64;
-    for (knee, base_ms, bench) in &benches {
+    for (pair, round, bench) in &benches {
+        if a.rounds > 1 && *pair == 0 && !a.json {
+            pb.suspend(|| println!("# round {} of {}\n", round + 1, a.rounds));
+        }
         let tick: Progress = {
             let pb = pb.clone();
             let offset = base;
@@ -191,20 +202,33 @@ pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
             })
             .map_err(flagged)?;
         base += bench.progress_total();
-        documents.push((*knee, *base_ms, document));
+        documents[*pair].2.push(document);
     }
     pb.finish_and_clear();
+    let summary = (a.rounds > 1).then(|| rounds::summarize(&documents));
     if a.json {
-        let doc = if let [(_, _, one)] = &documents[..] {
-            serde_json::to_value(one)?
-        } else {
-            let sweep: Vec<serde_json::Value> =
-                documents.iter().map(|(k, b, d)| serde_json::json!({"knee": k, "base_ms": b, "document": d})).collect();
-            serde_json::json!({ "sweep": sweep })
+        let runs: Vec<serde_json::Value> = documents
+            .iter()
+            .flat_map(|(k, b, ds)| {
+                ds.iter()
+                    .enumerate()
+                    .map(move |(r, d)| serde_json::json!({"knee": k, "base_ms": b, "round": r + 1, "document": d}))
+            })
+            .collect();
+        let doc = match (&documents[..], &summary) {
+            ([(_, _, one)], None) => serde_json::to_value(&one[0])?,
+            (_, None) => serde_json::json!({ "sweep": runs }),
+            (_, Some(s)) => serde_json::json!({ "rounds": runs, "summary": s }),
         };
         println!("{}", serde_json::to_string_pretty(&doc)?);
-    } else if documents.len() > 1 {
-        print!("{}", text::sweep(&documents));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if documents.len() > 1 && summary.is_none() {
+        let flat: Vec<_> = documents.into_iter().map(|(k, b, mut ds)| (k, b, ds.remove(0))).collect();
+        print!("{}", text::sweep(&flat));
+    }
+    if let Some(s) = &summary {
+        print!("{}", text::rounds(s));
     }
     Ok(ExitCode::SUCCESS)
 }
