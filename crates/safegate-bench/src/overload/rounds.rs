@@ -237,6 +237,17 @@ mod tests {
     }
 
     #[test]
+    fn rounds_without_an_oracle_say_so_instead_of_an_empty_table() {
+        let mut d = round([500.0, 400.0], 450.0, 500.0);
+        d.scenarios[0].oracle = None;
+        let s = summarize(&[(32, 10.0, vec![d])]);
+        assert_eq!(s[0].rounds, 0);
+        assert!(s[0].stacks.is_empty());
+        let text = super::super::text::rounds(&s);
+        assert!(text.contains("no oracle ran"), "{text}");
+    }
+
+    #[test]
     fn a_median_of_an_even_count_is_the_mean_of_the_middle_two() {
         assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
         assert_eq!(median(&[7.0]), 7.0);

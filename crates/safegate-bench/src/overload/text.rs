@@ -217,6 +217,14 @@ pub fn rounds(summary: &[ScenarioRounds]) -> String {
         return out;
     }
     for s in summary {
+        if s.rounds == 0 {
+            outln!(
+                out,
+                "## {}: no oracle ran in any round, so no share to sum up (add tower-limit-oracle to --stacks)\n",
+                s.scenario
+            );
+            continue;
+        }
         outln!(out, "## {} over {} rounds: goodput ÷ that round's oracle (the best fixed limit)", s.scenario, s.rounds);
         let mut head = format!("{:<22} {:>14}", "round", "oracle");
         for r in &s.stacks {
