@@ -24,14 +24,18 @@ pub struct ScenarioRounds {
     pub base_ms: f64,
     /// The scenario's name.
     pub scenario: String,
-    /// Rounds with an oracle (those whose ratios are below).
-    pub rounds: usize,
-    /// The oracle's goodput in each round \[req/s\] (on PostgreSQL, the best fixed limit
-    /// of that round).
+    /// Rounds run.
+    pub rounds_run: usize,
+    /// The rounds (numbered from 1) whose oracle delivered something: the only ones with
+    /// ratios, and the ones every list below is aligned with.
+    pub counted_rounds: Vec<usize>,
+    /// The oracle's goodput in each counted round \[req/s\] (on PostgreSQL, the best fixed
+    /// limit of that round).
     pub oracle_rps: Vec<f64>,
-    /// The oracle's limit in each round.
+    /// The oracle's limit in each counted round.
     pub oracle_limits: Vec<usize>,
-    /// Every stack but the oracle and the fixed limits of its sweep, in the order run.
+    /// Every stack but the oracle (and, on PostgreSQL, the fixed limits of its sweep), in
+    /// the order run.
     pub stacks: Vec<StackRounds>,
 }
 
@@ -40,15 +44,19 @@ pub struct ScenarioRounds {
 pub struct StackRounds {
     /// The stack's name.
     pub stack: String,
-    /// Goodput over the same round's oracle's, per round.
-    pub vs_oracle: Vec<f64>,
-    /// The median of `vs_oracle`.
+    /// Goodput over the same round's oracle's, per counted round (`None`: no figures in
+    /// that round).
+    pub vs_oracle: Vec<Option<f64>>,
+    /// The median of the ratios there are.
     pub median: f64,
-    /// The least of `vs_oracle`.
+    /// The least of them.
     pub least: f64,
     /// Rounds in which this stack's ratio is above every peer's (acc-*, resilience-*) of
-    /// the same round; `None` for a peer itself, or when no peer ran.
+    /// the same round, among those in which a peer had figures; `None` for a peer itself,
+    /// or when no peer had figures in any round.
     pub ahead_of_peers: Option<usize>,
+    /// Rounds in which both this stack and a peer had figures.
+    pub peer_rounds: usize,
 }
 
 /// The rounds of every (knee, base time) pair, summed up per scenario: `docs` holds each
@@ -62,31 +70,35 @@ pub fn summarize(docs: &[(usize, f64, Vec<Document>)]) -> Vec<ScenarioRounds> {
                 knee: *knee,
                 base_ms: *base_ms,
                 scenario: sc.name.clone(),
-                rounds: 0,
+                rounds_run: rounds.len(),
+                counted_rounds: Vec::new(),
                 oracle_rps: Vec::new(),
                 oracle_limits: Vec::new(),
                 stacks: Vec::new(),
             };
+            // The stacks of the first round that are not the oracle's (a stack missing from
+            // a later round gets `None` there).
             let names: Vec<&str> = sc
                 .runs
                 .iter()
-                .filter(|r| r.figures.is_some() && !is_oracle_sweep(&r.stack))
+                .filter(|r| r.figures.is_some() && !is_oracle_of(sc, &r.stack))
                 .map(|r| r.stack.as_str())
                 .collect();
-            let mut ratios: Vec<Vec<f64>> = vec![Vec::new(); names.len()];
-            let mut peers_beaten = vec![0usize; names.len()];
-            let mut peers_seen = false;
-            for d in rounds {
+            let mut ratios: Vec<Vec<Option<f64>>> = vec![Vec::new(); names.len()];
+            let mut beaten = vec![0usize; names.len()];
+            let mut against = vec![0usize; names.len()];
+            for (r, d) in rounds.iter().enumerate() {
                 let Some(sc) = d.scenarios.get(i) else { continue };
                 let Some(oracle) = sc
                     .oracle
                     .as_ref()
                     .and_then(|o| sc.runs.iter().find(|r| &r.stack == o))
                     .and_then(|r| r.figures.as_ref())
+                    .filter(|f| f.goodput_rps > 0.0)
                 else {
                     continue;
                 };
-                s.rounds += 1;
+                s.counted_rounds.push(r + 1);
                 s.oracle_rps.push(oracle.goodput_rps);
                 s.oracle_limits.push(sc.oracle_limit);
                 let ratio = |name: &str| {
@@ -97,26 +109,27 @@ pub fn summarize(docs: &[(usize, f64, Vec<Document>)]) -> Vec<ScenarioRounds> {
                         .and_then(|f| f.goodput_vs_oracle)
                 };
                 let best_peer = names.iter().filter(|n| is_peer(n)).filter_map(|n| ratio(n)).max_by(f64::total_cmp);
-                peers_seen |= best_peer.is_some();
                 for (k, name) in names.iter().enumerate() {
-                    if let Some(r) = ratio(name) {
-                        ratios[k].push(r);
-                        if best_peer.is_some_and(|p| r > p) {
-                            peers_beaten[k] += 1;
-                        }
+                    let v = ratio(name);
+                    ratios[k].push(v);
+                    if let (Some(v), Some(p)) = (v, best_peer) {
+                        against[k] += 1;
+                        beaten[k] += usize::from(v > p);
                     }
                 }
             }
             for (k, name) in names.iter().enumerate() {
                 let v = std::mem::take(&mut ratios[k]);
-                if v.is_empty() {
+                let have: Vec<f64> = v.iter().flatten().copied().collect();
+                if have.is_empty() {
                     continue;
                 }
                 s.stacks.push(StackRounds {
                     stack: name.to_string(),
-                    median: median(&v),
-                    least: v.iter().copied().fold(f64::INFINITY, f64::min),
-                    ahead_of_peers: (peers_seen && !is_peer(name)).then_some(peers_beaten[k]),
+                    median: median(&have),
+                    least: have.iter().copied().fold(f64::INFINITY, f64::min),
+                    ahead_of_peers: (against[k] > 0 && !is_peer(name)).then_some(beaten[k]),
+                    peer_rounds: against[k],
                     vs_oracle: v,
                 });
             }
@@ -126,10 +139,16 @@ pub fn summarize(docs: &[(usize, f64, Vec<Document>)]) -> Vec<ScenarioRounds> {
     out
 }
 
-/// A fixed limit of the PostgreSQL oracle's sweep, or the oracle itself: its row is the
-/// oracle's, not a stack's.
-fn is_oracle_sweep(name: &str) -> bool {
-    matches!(StackKind::parse(name), Some(StackKind::TowerFixed(_) | StackKind::TowerOracle))
+/// Whether `name` is the scenario's reference rather than a stack of its own: the oracle
+/// (`tower-limit-oracle`, or the fixed limit that won), or on PostgreSQL (a scenario with a
+/// measured curve) any fixed limit of the oracle's sweep, whose limits differ round to round.
+fn is_oracle_of(sc: &super::report::ScenarioReport, name: &str) -> bool {
+    sc.oracle.as_deref() == Some(name)
+        || match StackKind::parse(name) {
+            Some(StackKind::TowerOracle) => true,
+            Some(StackKind::TowerFixed(_)) => sc.curve.is_some(),
+            _ => false,
+        }
 }
 
 fn is_peer(name: &str) -> bool {
@@ -196,7 +215,7 @@ mod tests {
                 load: String::new(),
                 oracle: Some(best.into()),
                 best_anchor: None,
-                curve: None,
+                curve: Some(Vec::new()),
                 runs: vec![
                     run("tower-limit-3", fixed[0], oracle),
                     run("tower-limit-6", fixed[1], oracle),
@@ -221,17 +240,18 @@ mod tests {
         let s = summarize(&docs);
         assert_eq!(s.len(), 1);
         let s = &s[0];
-        assert_eq!(s.rounds, 3);
+        assert_eq!(s.counted_rounds, vec![1, 2, 3]);
         assert_eq!(s.oracle_limits, vec![3, 6, 3]);
         // The fixed limits are the oracle's, not stacks of their own.
         let names: Vec<&str> = s.stacks.iter().map(|r| r.stack.as_str()).collect();
         assert_eq!(names, vec!["safegate", "acc-vegas"]);
         let sg = &s.stacks[0];
-        assert_eq!(sg.vs_oracle, vec![0.9, 0.95, 0.95]);
+        assert_eq!(sg.vs_oracle, vec![Some(0.9), Some(0.95), Some(0.95)]);
         assert_eq!(sg.median, 0.95);
         assert_eq!(sg.least, 0.9);
         // Behind the peer in round one (0.9 < 1.0), ahead in the other two.
         assert_eq!(sg.ahead_of_peers, Some(2));
+        assert_eq!(sg.peer_rounds, 3);
         assert_eq!(s.stacks[1].ahead_of_peers, None);
         assert_eq!(s.stacks[1].median, 0.8);
     }
@@ -241,10 +261,34 @@ mod tests {
         let mut d = round([500.0, 400.0], 450.0, 500.0);
         d.scenarios[0].oracle = None;
         let s = summarize(&[(32, 10.0, vec![d])]);
-        assert_eq!(s[0].rounds, 0);
+        assert!(s[0].counted_rounds.is_empty());
         assert!(s[0].stacks.is_empty());
         let text = super::super::text::rounds(&s);
-        assert!(text.contains("no oracle ran"), "{text}");
+        assert!(text.contains("no oracle with goodput"), "{text}");
+    }
+
+    /// A round whose oracle delivered nothing has no ratios: it is left out, and the rounds
+    /// after it keep their numbers and their own oracle. A fixed limit asked for on an
+    /// in-process backend (no curve) is a stack of its own.
+    #[test]
+    fn an_empty_oracle_round_is_left_out_and_the_others_stay_aligned() {
+        let mut docs = vec![round([0.0, 0.0], 450.0, 500.0), round([300.0, 600.0], 570.0, 300.0)];
+        for r in &mut docs[0].scenarios[0].runs {
+            if let Some(f) = r.figures.as_mut() {
+                f.goodput_vs_oracle = None;
+            }
+        }
+        for d in &mut docs {
+            d.scenarios[0].curve = None;
+        }
+        let s = &summarize(&[(32, 10.0, docs)])[0];
+        assert_eq!(s.counted_rounds, vec![2]);
+        assert_eq!(s.oracle_rps, vec![600.0]);
+        let names: Vec<&str> = s.stacks.iter().map(|r| r.stack.as_str()).collect();
+        assert_eq!(names, vec!["tower-limit-6", "safegate", "acc-vegas"]);
+        assert_eq!(s.stacks[1].vs_oracle, vec![Some(0.95)]);
+        let text = super::super::text::rounds(std::slice::from_ref(s));
+        assert!(text.contains("over 1 round (of those run: 2)"), "{text}");
     }
 
     #[test]

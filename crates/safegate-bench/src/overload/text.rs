@@ -186,80 +186,112 @@ pub fn rounds(summary: &[ScenarioRounds]) -> String {
     let mut out = String::new();
     let pairs = summary.iter().map(|s| (s.knee, s.base_ms.to_bits())).collect::<std::collections::BTreeSet<_>>();
     if pairs.len() > 1 {
-        let stacks: Vec<&str> =
-            summary.first().map(|s| s.stacks.iter().map(|r| r.stack.as_str()).collect()).unwrap_or_default();
+        // Every stack of any line, in the order first seen.
+        let mut stacks: Vec<&str> = Vec::new();
+        for r in summary.iter().flat_map(|s| &s.stacks) {
+            if !stacks.contains(&r.stack.as_str()) {
+                stacks.push(&r.stack);
+            }
+        }
+        let w = width(&stacks);
         outln!(out, "## rounds: median over the rounds of goodput ÷ that round's oracle, per knee C and base time");
         let mut head = format!("{:>5} {:>8} {:<14} {:>6} {:>9}", "C", "base ms", "scenario", "rounds", "oracle/s");
         for s in &stacks {
-            head.push_str(&format!(" {s:>16}"));
+            head.push_str(&format!(" {s:>w$}"));
         }
         outln!(out, "{head}");
         let mut least = vec![f64::INFINITY; stacks.len()];
         for s in summary {
             let oracle = (!s.oracle_rps.is_empty()).then(|| super::rounds::median(&s.oracle_rps));
-            let mut line =
-                format!("{:>5} {:>8} {:<14} {:>6} {:>9}", s.knee, s.base_ms, s.scenario, s.rounds, opt(oracle, 0));
+            let mut line = format!(
+                "{:>5} {:>8} {:<14} {:>6} {:>9}",
+                s.knee,
+                s.base_ms,
+                s.scenario,
+                s.counted_rounds.len(),
+                opt(oracle, 0)
+            );
             for (i, name) in stacks.iter().enumerate() {
                 let m = s.stacks.iter().find(|r| r.stack == *name).map(|r| r.median);
                 if let Some(m) = m {
                     least[i] = least[i].min(m);
                 }
-                line.push_str(&format!(" {:>16}", opt(m, 2)));
+                line.push_str(&format!(" {:>w$}", opt(m, 2)));
             }
             outln!(out, "{line}");
         }
         let mut line = format!("{:<46}", "least median over the sweep");
         for l in &least {
-            line.push_str(&format!(" {:>16}", opt(l.is_finite().then_some(*l), 2)));
+            line.push_str(&format!(" {:>w$}", opt(l.is_finite().then_some(*l), 2)));
         }
         outln!(out, "{line}");
+        if summary.iter().any(|s| s.counted_rounds.is_empty()) {
+            outln!(
+                out,
+                "(a line with 0 rounds had no oracle with goodput in any round: add tower-limit-oracle to --stacks)"
+            );
+        }
         out.push('\n');
         return out;
     }
     for s in summary {
-        if s.rounds == 0 {
+        let n = s.counted_rounds.len();
+        if n == 0 {
             outln!(
                 out,
-                "## {}: no oracle ran in any round, so no share to sum up (add tower-limit-oracle to --stacks)\n",
-                s.scenario
+                "## {}: no oracle with goodput in any of {} rounds, so no share to sum up (add tower-limit-oracle to --stacks)\n",
+                s.scenario,
+                s.rounds_run
             );
             continue;
         }
-        outln!(out, "## {} over {} rounds: goodput ÷ that round's oracle (the best fixed limit)", s.scenario, s.rounds);
+        let of = if n < s.rounds_run { format!(" (of those run: {})", s.rounds_run) } else { String::new() };
+        let plural = if n == 1 { "" } else { "s" };
+        outln!(
+            out,
+            "## {} over {n} round{plural}{of}: goodput ÷ that round's oracle (the best fixed limit)",
+            s.scenario
+        );
+        let names: Vec<&str> = s.stacks.iter().map(|r| r.stack.as_str()).collect();
+        let w = width(&names);
         let mut head = format!("{:<22} {:>14}", "round", "oracle");
         for r in &s.stacks {
-            head.push_str(&format!(" {:>16}", r.stack));
+            head.push_str(&format!(" {:>w$}", r.stack));
         }
         outln!(out, "{head}");
-        for k in 0..s.rounds {
+        for (k, round) in s.counted_rounds.iter().enumerate() {
             let mut line =
-                format!("{:<22} {:>14}", k + 1, format!("{:.0}/s at {}", s.oracle_rps[k], s.oracle_limits[k]));
+                format!("{:<22} {:>14}", round, format!("{:.0}/s at {}", s.oracle_rps[k], s.oracle_limits[k]));
             for r in &s.stacks {
-                line.push_str(&format!(" {:>16}", opt(r.vs_oracle.get(k).copied(), 2)));
+                line.push_str(&format!(" {:>w$}", opt(r.vs_oracle.get(k).copied().flatten(), 2)));
             }
             outln!(out, "{line}");
         }
-        let oracle = (!s.oracle_rps.is_empty()).then(|| super::rounds::median(&s.oracle_rps));
-        let mut line = format!("{:<22} {:>14}", "median", format!("{}/s", opt(oracle, 0)));
+        let oracle = super::rounds::median(&s.oracle_rps);
+        let mut line = format!("{:<22} {:>14}", "median", format!("{oracle:.0}/s"));
         for r in &s.stacks {
-            line.push_str(&format!(" {:>16.2}", r.median));
+            line.push_str(&format!(" {:>w$.2}", r.median));
         }
         outln!(out, "{line}");
         let mut line = format!("{:<22} {:>14}", "least", "");
         for r in &s.stacks {
-            line.push_str(&format!(" {:>16.2}", r.least));
+            line.push_str(&format!(" {:>w$.2}", r.least));
         }
         outln!(out, "{line}");
         if s.stacks.iter().any(|r| r.ahead_of_peers.is_some()) {
             let mut line = format!("{:<22} {:>14}", "ahead of every peer", "");
             for r in &s.stacks {
-                let cell =
-                    r.ahead_of_peers.map_or_else(|| "—".to_string(), |n| format!("{n} of {}", r.vs_oracle.len()));
-                line.push_str(&format!(" {cell:>16}"));
+                let cell = r.ahead_of_peers.map_or_else(|| "—".to_string(), |a| format!("{a} of {}", r.peer_rounds));
+                line.push_str(&format!(" {cell:>w$}"));
             }
             outln!(out, "{line}");
         }
         out.push('\n');
     }
     out
+}
+
+/// A column wide enough for every name (at least 16).
+fn width(names: &[&str]) -> usize {
+    names.iter().map(|n| n.chars().count()).max().unwrap_or(0).max(16)
 }

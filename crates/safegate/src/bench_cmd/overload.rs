@@ -55,8 +55,9 @@ pub(super) struct OverloadArgs {
     /// load per run (unless --secs does).
     #[arg(long)]
     sweep: bool,
-    /// Run every bench this many times, round after round (round r's Poisson seed is
-    /// --seed + r), and sum up each stack's goodput ÷ its round's oracle as medians.
+    /// Run every bench this many times, round after round (round 1 with --seed, each later
+    /// round's Poisson seed one more), and sum up each stack's goodput ÷ its round's oracle
+    /// as medians.
     #[arg(long, default_value_t = 1, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(rounds::MAX_ROUNDS)))]
     rounds: u32,
     /// Queueing backend: workers W (its best limit).
