@@ -56,13 +56,17 @@ pub fn sweep(docs: &[(usize, f64, Document)]) -> String {
             outln!(out, "{line}");
         }
     }
-    let mut line = format!("{:<48}", "least over the sweep");
-    for l in &least {
-        line.push_str(&format!(" {:>16}", opt(l.is_finite().then_some(*l), 2)));
-    }
-    outln!(out, "{line}");
+    outln!(out, "{}", least_row(format!("{:<48}", "least over the sweep"), &least, 16));
     out.push('\n');
     out
+}
+
+/// A sweep table's last row: `label`, then each column's least (— when it had none).
+fn least_row(mut line: String, least: &[f64], width: usize) -> String {
+    for l in least {
+        line.push_str(&format!(" {:>width$}", opt(l.is_finite().then_some(*l), 2)));
+    }
+    line
 }
 
 pub(crate) fn opt(x: Option<f64>, prec: usize) -> String {
@@ -220,11 +224,7 @@ pub fn rounds(summary: &[ScenarioRounds]) -> String {
             }
             outln!(out, "{line}");
         }
-        let mut line = format!("{:<46}", "least median over the sweep");
-        for l in &least {
-            line.push_str(&format!(" {:>w$}", opt(l.is_finite().then_some(*l), 2)));
-        }
-        outln!(out, "{line}");
+        outln!(out, "{}", least_row(format!("{:<46}", "least median over the sweep"), &least, w));
         if summary.iter().any(|s| s.counted_rounds.is_empty()) {
             outln!(
                 out,
