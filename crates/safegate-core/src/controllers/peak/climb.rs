@@ -112,6 +112,10 @@ impl Peak {
         let Some(h) = self.usable(self.home, now) else {
             return self.go(self.home, self.cfg.trial_periods);
         };
+        // Each level's rate over time, stalls included: its trials' rate times the share of
+        // its time it keeps serving between stalls (`hazard.rs`; 1 before any stall).
+        let (kp, kh) = (self.hazard.keep(f64::from(self.grid[i])), self.hazard.keep(f64::from(self.grid[self.home])));
+        let (p, h) = (p * kp, h * kh);
         let tol = self.cfg.tolerance;
         // Latency decides between points of the same throughput: a lower limit must buy a
         // shorter service time (a queue past `W` workers), a higher one may cost none (a
@@ -123,7 +127,7 @@ impl Peak {
         // wins when it is shorter by more than 5 % and `latency_floor`, a higher one when it
         // is longer by at most 2 % or `latency_floor` (less than a grid step's 10 %, so a
         // queue past `W` workers, whose service time grows with the limit, stops the climb).
-        let se = self.rate_error(i).hypot(self.rate_error(self.home));
+        let se = (kp * self.rate_error(i)).hypot(kh * self.rate_error(self.home));
         let margin = (tol * h).max(Z * se);
         let same = h > 0.0 && p >= h - margin;
         let better = p > h + margin;

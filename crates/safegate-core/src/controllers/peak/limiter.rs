@@ -74,6 +74,8 @@ pub struct Peak {
     pub(super) recovering: bool,
     /// The shortest service time seen, rising slowly (`stall.rs`).
     pub(super) service_floor: super::stall::ServiceFloor,
+    /// The stalls pooled across levels (`hazard.rs`).
+    pub(super) hazard: super::hazard::StallHazard,
     /// How many times longer than `trial_periods` the last probe ran (at least 1).
     pub(super) stretch: u32,
     pub(super) stage: Stage,
@@ -133,6 +135,7 @@ impl Peak {
             paced: false,
             recovering: false,
             service_floor: super::stall::ServiceFloor::new(),
+            hazard: super::hazard::StallHazard::new(),
             stretch: 1,
             stage: Stage::Measure,
             trial: Trial::default(),

@@ -91,6 +91,8 @@
 //! - `stall.rs`: a trial whose service time is many times the curve's floor (a database
 //!   whose transactions wait out a deadlock timeout together) drops the limit below it and
 //!   keeps that level out of the climb for a while.
+//! - `hazard.rs`: the stalls pooled across levels: the share of its time a level keeps
+//!   serving, by which the climb weighs each level's rate.
 //!
 //! [`Policy`]: crate::Policy
 //! [`Setting::limits`]: crate::controllers::Setting::limits
@@ -100,6 +102,7 @@
 mod climb;
 mod config;
 mod curve;
+mod hazard;
 mod limiter;
 mod open;
 mod stall;

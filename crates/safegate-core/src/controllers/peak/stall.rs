@@ -148,6 +148,7 @@ impl Peak {
         let floor = self.service_floor.at(now);
         if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {
             self.service_floor.note(timed, now);
+            self.hazard.calm(t.elapsed, t.held, now);
             self.recovering = false;
             return false;
         }
@@ -166,11 +167,22 @@ impl Peak {
         // since it measured what was stuck before the halving (on PostgreSQL a deadlock's
         // waiters, and their retries, outlast the first trial after it); the climb goes home
         // again. A second one in a row is a stall of the halved level, and halves it.
-        if std::mem::take(&mut self.recovering) {
+        let aftermath = std::mem::take(&mut self.recovering);
+        self.hazard.stall(t.elapsed, !aftermath, now);
+        if aftermath {
             self.go(self.home, self.cfg.trial_periods);
             return true;
         }
         self.recovering = true;
+        if self.hazard.settled() && i <= self.hazard_top() {
+            // An expected stall: at a level the pooled stalls already price in (`hazard.rs`),
+            // where the time it cost is less than a lower limit would. Cutting on every
+            // such stall walked the limit down from the best level (12 → 3 on a model
+            // whose best is 15); the level stays, capped at the model's best.
+            self.home = self.home.min(self.hazard_top());
+            self.go(self.home, self.cfg.trial_periods);
+            return true;
+        }
         self.stall_at(i, now);
         self.up = true;
         self.slow_start = false;
@@ -199,6 +211,10 @@ impl Peak {
         let half = (f64::from(self.grid[i]) * cut).ceil();
         let halved = self.grid.iter().rposition(|&g| f64::from(g) <= half).unwrap_or(0);
         let to = if first { halved } else { self.keeping(halved, i, now) };
+        // No lower than the level the pooled stalls say is best (`hazard.rs`), below the
+        // one that stalled: a stall at a level that rarely stalls is not worth half of it.
+        let priced = !first && self.hazard.ceiling().is_finite();
+        let to = if priced { to.max(self.hazard_top().min(i.saturating_sub(1))) } else { to };
         self.home = self.home.min(to);
     }
 
@@ -213,7 +229,10 @@ impl Peak {
             return halved;
         }
         // Two passes over the few points, so that a decision allocates nothing.
-        let rates = || (halved..=i).filter_map(|j| self.usable(j, now).map(|r| (j, r)));
+        // Each weighed by the share of its time it keeps serving between stalls (`hazard.rs`).
+        let rates = || {
+            (halved..=i).filter_map(|j| self.usable(j, now).map(|r| (j, r * self.hazard.keep(f64::from(self.grid[j])))))
+        };
         let best = rates().map(|r| r.1).fold(0.0, f64::max);
         if !(best > 0.0) {
             return halved;
@@ -226,8 +245,19 @@ impl Peak {
     pub(super) fn top(&self) -> usize {
         let last = self.grid.len() - 1;
         let top = self.ceiling.map_or(last, |c| c.saturating_sub(1).min(last));
+        // Not past the level above which stalls cost more than a higher limit can deliver
+        // (`hazard.rs`), nor below home (a cut is the stall's to make).
+        let top = top.min(self.hazard_top().max(self.home));
         let top = if self.paced { top.min(self.home) } else { top };
         self.stalled.map_or(top, |(c, _)| c.saturating_sub(1).min(top))
+    }
+
+    /// The highest grid point at or below the pooled stalls' ceiling
+    /// ([`StallHazard::ceiling`](super::hazard::StallHazard::ceiling), rounded), the last
+    /// point before any stall.
+    pub(super) fn hazard_top(&self) -> usize {
+        let c = self.hazard.ceiling().round();
+        self.grid.iter().rposition(|&g| f64::from(g) <= c).unwrap_or(0)
     }
 
     /// Whether the last stall was within [`MAX_HOLD`] of `now` (the climb goes up without

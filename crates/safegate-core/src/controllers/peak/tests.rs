@@ -533,8 +533,11 @@ fn a_hiccup_of_two_requests_does_not_end_the_opening() {
 /// second. A fixed limit `L` delivers `X(L)/(1 + L²/240)`: 1,935 req/s at its best
 /// (`L` = 15–16), 1,519 at the knee. With the stall rule off the climb compares mostly calm
 /// trials and wanders past the knee (measured: 1,233 req/s, limits 15–67); halving on each
-/// stall keeps it lower (1,539, limits 1–23). An additive-increase, multiplicative-decrease
-/// sawtooth under random stalls does not sit at the best fixed limit (0.8 of it here).
+/// stall keeps it lower (1,539, limits 1–23), and so low that halving on every stall walked it
+/// down to 2–15 (1,489: stalls at the best level come every few seconds). An
+/// additive-increase, multiplicative-decrease sawtooth under random stalls does not sit at
+/// the best fixed limit (0.8 of it here). Pricing the stalls in (`hazard.rs`): 1,934,
+/// limits 11–19.
 #[test]
 fn a_backend_that_stalls_is_held_where_stalls_are_rare() {
     let b = Backend::collapsing(0.004, 32.0);
@@ -544,7 +547,7 @@ fn a_backend_that_stalls_is_held_where_stalls_are_rare() {
     let mut t = Trace::default();
     m.run(&mut p, 60.0, 5, &mut t);
     let good = t.throughput(5.0, 60.0);
-    assert!(good >= 1400.0, "{good:.0} req/s; limits {:?}", t.range(5.0, 60.0));
+    assert!(good >= 0.9 * 1935.0, "{good:.0} req/s; limits {:?}", t.range(5.0, 60.0));
 }
 
 /// A pool 1.5× above a collapsing backend with a knee of 64, after 3 s of climbing: the
