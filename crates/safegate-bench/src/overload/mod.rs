@@ -4,6 +4,8 @@
 //! - `settings`: the inputs ([`OverloadSpec`]), checked; the scenarios, their backends and
 //!   schedules;
 //! - `run`: [`Overload`], the one call that runs every (scenario, stack) pair;
+//! - `plan`: [`Plan`], every bench of a sweep over every round, checked up front, and its
+//!   [`Outcome`] as one JSON document and the closing text;
 //! - `backend`: the in-process backends (collapse, queueing, fast);
 //! - the PostgreSQL backend (transactions on hot rows over a pool) and its curve live in
 //!   `safegate_live::pg`, shared with the live system;
@@ -18,6 +20,7 @@
 mod backend;
 mod histogram;
 mod load;
+mod plan;
 mod report;
 pub mod rounds;
 mod run;
@@ -27,6 +30,7 @@ pub mod sweep;
 pub mod text;
 
 pub use load::{Arrivals, Progress};
+pub use plan::{Outcome, Plan, PlanEvent};
 pub use report::{Burst, Document, Figures, RunReport, ScenarioReport, Step};
 pub use run::{no_progress, Event, Overload};
 pub use safegate_live::pg::{CurvePoint, Isolation, PgSpec};

@@ -16,8 +16,9 @@ macro_rules! outln {
 }
 
 /// The sweep in one table: per (knee, base, scenario), the oracle's goodput and every
-/// stack's share of it, and the least share of each stack over the sweep.
-pub fn sweep(docs: &[(usize, f64, Document)]) -> String {
+/// stack's share of it, and the least share of each stack over the sweep. `docs` holds
+/// each pair's knee, base time and document.
+pub fn sweep(docs: &[(usize, f64, &Document)]) -> String {
     let mut out = String::new();
     let stacks: Vec<String> = docs
         .first()

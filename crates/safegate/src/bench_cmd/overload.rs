@@ -1,4 +1,4 @@
-//! `safegate bench overload`: flags, [`Overload`], and a table per scenario or one JSON
+//! `safegate bench overload`: flags, a [`Plan`], and a table per scenario or one JSON
 //! document (docs/bench-overload.md).
 
 use std::io::IsTerminal;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Result;
 use clap::{Args, ValueEnum};
 use safegate_bench::overload::{
-    rounds, sweep, text, Arrivals, Event, Isolation, Overload, OverloadSpec, PgSpec, Progress,
+    rounds, sweep, text, Arrivals, Event, Isolation, OverloadSpec, PgSpec, Plan, PlanEvent, Progress,
 };
 
 use super::flags::flagged;
@@ -133,7 +133,9 @@ impl OverloadArgs {
         })
     }
 
-    fn spec(&self, knee: usize, base_ms: f64, round: u32, postgres: Option<PgSpec>) -> OverloadSpec {
+    /// The bench these flags ask for, at `knee` and `base_ms` (a [`Plan`] sets each pair's,
+    /// and each round's seed).
+    fn spec(&self, (knee, base_ms): (usize, f64)) -> OverloadSpec {
         let scenarios = if self.sweep && self.scenarios.is_empty() {
             sweep::SWEEP_SCENARIOS.iter().map(|s| s.to_string()).collect()
         } else {
@@ -155,11 +157,11 @@ impl OverloadArgs {
                 ArrivalsArg::Poisson => Arrivals::Poisson,
                 ArrivalsArg::Even => Arrivals::Even,
             },
-            seed: self.seed.wrapping_add(u64::from(round)),
+            seed: self.seed,
             fast_cap: self.fast_cap,
             fast_outstanding: self.fast_outstanding,
             pause_ms: self.pause_ms,
-            postgres,
+            postgres: self.postgres(),
             pg_curve_secs: self.pg_curve_secs,
         }
     }
@@ -169,67 +171,35 @@ impl OverloadArgs {
 /// run `--rounds` times (round after round), every bench checked before the first runs.
 pub(super) fn run(a: &OverloadArgs) -> Result<ExitCode> {
     let pairs = sweep::pairs(&a.knee, &a.base_ms, a.sweep).map_err(flagged)?;
-    let postgres = a.postgres();
-    let mut benches: Vec<(usize, u32, Overload)> = Vec::new();
-    for round in 0..a.rounds {
-        for (i, &(k, b)) in pairs.iter().enumerate() {
-            benches.push((i, round, Overload::new(&a.spec(k, b, round, postgres.clone())).map_err(flagged)?));
-        }
-    }
+    let plan = Plan::new(&a.spec(pairs[0]), &pairs, a.rounds).map_err(flagged)?;
     // Progress: tenths of a second of planned load, over every run of every bench.
-    let total: u64 = benches.iter().map(|(_, _, o)| o.progress_total()).sum();
-    let pb = crate::progress::bar(total, "overload", !a.json && std::io::stderr().is_terminal());
-    let mut documents: Vec<(usize, f64, Vec<_>)> = pairs.iter().map(|&(k, b)| (k, b, Vec::new())).collect();
-    let mut base = 0u64;
-    for (pair, round, bench) in &benches {
-        if a.rounds > 1 && *pair == 0 && !a.json {
-            pb.suspend(|| println!("# round {} of {}\n", round + 1, a.rounds));
-        }
-        let tick: Progress = {
-            let pb = pb.clone();
-            let offset = base;
-            Arc::new(move |position| pb.set_position(offset + position))
-        };
-        let document = bench
-            .run(crate::runtime::runtime, tick, |event| match event {
-                Event::CurveStarted { scenario } => pb.set_message(format!("{scenario}: measuring X(n)")),
-                Event::RunStarted { scenario, stack } => pb.set_message(format!("{scenario} {stack}")),
-                Event::RunDone { position } => pb.set_position(base + position),
-                Event::ScenarioDone(report) => {
-                    if !a.json {
-                        pb.suspend(|| print!("{}", text::table(report)));
-                    }
+    let pb = crate::progress::bar(plan.progress_total(), "overload", !a.json && std::io::stderr().is_terminal());
+    let tick: Progress = {
+        let pb = pb.clone();
+        Arc::new(move |position| pb.set_position(position))
+    };
+    let outcome = plan
+        .run(crate::runtime::runtime, tick, |event| match event {
+            PlanEvent::RoundStarted { round, rounds } => {
+                if !a.json {
+                    pb.suspend(|| println!("# round {round} of {rounds}\n"));
                 }
-            })
-            .map_err(flagged)?;
-        base += bench.progress_total();
-        documents[*pair].2.push(document);
-    }
+            }
+            PlanEvent::Bench(Event::CurveStarted { scenario }) => pb.set_message(format!("{scenario}: measuring X(n)")),
+            PlanEvent::Bench(Event::RunStarted { scenario, stack }) => pb.set_message(format!("{scenario} {stack}")),
+            PlanEvent::Bench(Event::RunDone { position }) => pb.set_position(position),
+            PlanEvent::Bench(Event::ScenarioDone(report)) => {
+                if !a.json {
+                    pb.suspend(|| print!("{}", text::table(report)));
+                }
+            }
+        })
+        .map_err(flagged)?;
     pb.finish_and_clear();
-    let summary = (a.rounds > 1).then(|| rounds::summarize(&documents));
     if a.json {
-        let runs: Vec<serde_json::Value> = documents
-            .iter()
-            .flat_map(|(k, b, ds)| {
-                ds.iter()
-                    .enumerate()
-                    .map(move |(r, d)| serde_json::json!({"knee": k, "base_ms": b, "round": r + 1, "document": d}))
-            })
-            .collect();
-        let doc = match (&documents[..], &summary) {
-            ([(_, _, one)], None) => serde_json::to_value(&one[0])?,
-            (_, None) => serde_json::json!({ "sweep": runs }),
-            (_, Some(s)) => serde_json::json!({ "rounds": runs, "summary": s }),
-        };
-        println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    if documents.len() > 1 && summary.is_none() {
-        let flat: Vec<_> = documents.into_iter().map(|(k, b, mut ds)| (k, b, ds.remove(0))).collect();
-        print!("{}", text::sweep(&flat));
-    }
-    if let Some(s) = &summary {
-        print!("{}", text::rounds(s));
+        println!("{}", serde_json::to_string_pretty(&outcome.to_json()?)?);
+    } else {
+        print!("{}", outcome.tail_text());
     }
     Ok(ExitCode::SUCCESS)
 }
