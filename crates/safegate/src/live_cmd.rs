@@ -7,11 +7,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use safegate_core::Policy as _;
 use safegate_live::loadgen::RetryPolicy;
-use safegate_live::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget};
+use safegate_live::run::{
+    json_document, model_column, DownstreamTarget, LiveOptions, LivePolicy, LiveReport, LiveRun, Progress, RedisTarget,
+};
 use safegate_sim::variants::variants;
-use safegate_sim::{Outcome, Scenario};
+use safegate_sim::Scenario;
 use safegate_studies::run::{toml_float, RunReport, DEFAULT_SCENARIO};
 
 use safegate_render::run::{render_chart, render_table, verdict_block};
@@ -219,24 +220,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     let sim = if args.no_sim {
         None
     } else {
-        let (_, mut p) = make()?;
-        let steps = cfg.steps();
-        let stride = (steps / 20_000).max(1) as usize;
-        let out = safegate_sim::run(
-            safegate_sim::Mode::Stochastic,
-            &cfg,
-            &mut p,
-            safegate_sim::RunOptions { record_every: Some(stride), progress: None },
-        )
-        .with_context(|| format!("scenario {origin}"))?;
-        Some(RunReport {
-            label: format!("model: {label}"),
-            policy: p.name(),
-            scenario: variant.scenario.clone(),
-            verdict: safegate_studies::run::verdict(&cfg, &out, line),
-            outcome: out,
-            filter: p.filter_stats(),
-        })
+        let (_, p) = make()?;
+        Some(model_column(&label, &variant.scenario, &cfg, p, line).with_context(|| format!("scenario {origin}"))?)
     };
     // Checked even when no retry is on, so a bad value is not silently ignored.
     if !(args.retry_backoff.is_finite() && (0.0..=1e4).contains(&args.retry_backoff)) {
@@ -313,25 +298,14 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
     for w in report.warnings() {
         eprintln!("warning: {w}");
     }
-    let outcome = Outcome { summary: report.summary.clone(), series: Some(report.series.clone()) };
-    let run_report = RunReport {
-        label: format!("live: {label}"),
-        policy: report.policy,
-        scenario: variant.scenario.clone(),
-        verdict: safegate_studies::run::verdict_of_series(&cfg, &outcome, line),
-        outcome,
-        filter: report.filter,
-    };
+    let live_column = report.column(&label, &variant.scenario, &cfg, line);
     let on = if on_postgres {
         "live on Redis, jobs on PostgreSQL, in wall time".to_string()
     } else {
         format!("live on Redis at {}× speed", report.speed)
     };
     let mode = if args.no_sim { on } else { format!("{on}, beside the stochastic model") };
-    let mut columns: Vec<RunReport> = sim.into_iter().collect();
-    let sim_json = columns.first().map(|r| serde_json::json!({ "label": r.label, "summary": r.outcome.summary }));
-    columns.push(run_report);
-    let run_report = columns.last().expect("the live column");
+    let columns: Vec<RunReport> = sim.into_iter().chain([live_column]).collect();
     if let Some(to) = &chart {
         to.write(&render_chart("safegate live", &mode, &scenario, &cfg, line, &columns))?;
     }
@@ -343,14 +317,8 @@ pub(crate) fn run(args: &LiveArgs) -> Result<ExitCode> {
         }
     }
     if args.json {
-        let doc = serde_json::json!({
-            "scenario": run_report.scenario,
-            "label": run_report.label,
-            "report": report,
-            "model": sim_json,
-            "verdicts": columns.iter().map(|r| serde_json::json!({ "label": r.label, "verdict": r.verdict })).collect::<Vec<_>>(),
-            "chart": chart.as_ref().map(ChartTo::shown),
-        });
+        let (live, model) = columns.split_last().expect("the live column");
+        let doc = json_document(&report, model.first(), live, chart.as_ref().map(ChartTo::shown));
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         say(&render_table("safegate live", &mode, &scenario, &cfg, &origin, &columns));

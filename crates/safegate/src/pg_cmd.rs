@@ -6,10 +6,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use safegate_live::pg::PgSpec;
-use safegate_live::pg_study::{self, Arm, ArmsOptions};
+use safegate_live::pg_study::{self, Arm, ArmsOptions, CurveOptions, InputError};
 use safegate_live::run::RedisTarget;
 use safegate_sim::Scenario;
 
@@ -107,28 +107,18 @@ pub(crate) fn workload(scenario: Option<&Scenario>, url: Option<&str>, origin: &
     })
 }
 
+/// A study's input error as the command line says it: its field as the flag that sets it
+/// (`retry_probability` → `--retry-probability`).
+fn flagged(e: InputError) -> anyhow::Error {
+    anyhow::Error::new(e.rename_field(|field| format!("--{}", field.replace('_', "-"))))
+}
+
 fn curve(a: &CurveArgs) -> Result<ExitCode> {
     let scenario = a.scenario.as_deref().map(Scenario::load).transpose()?;
     let origin = a.scenario.as_ref().map_or("--pg-url".into(), |p| p.display().to_string());
     let spec = workload(scenario.as_ref(), a.pg_url.as_deref(), &origin)?;
-    if spec.pool < 3 {
-        anyhow::bail!(
-            "{origin}: postgres.pool = {}: a curve needs at least 3 levels, so a pool of 3 or more",
-            spec.pool
-        );
-    }
-    if !(a.secs > 0.0 && a.secs <= 600.0) {
-        anyhow::bail!("--secs {}: expected (0, 600] seconds", a.secs);
-    }
-    if !(1..=100).contains(&a.passes) {
-        anyhow::bail!("--passes {}: expected 1 to 100", a.passes);
-    }
-    if !(a.duration > 0.0 && a.duration <= 86_400.0) {
-        anyhow::bail!("--duration {}: expected (0, 86400] seconds", a.duration);
-    }
-    if !(a.capacity >= 1.0 && a.capacity <= 1e6 && a.capacity.fract() == 0.0) {
-        anyhow::bail!("--capacity {}: expected a whole number in [1, 1e6] jobs", a.capacity);
-    }
+    let opts = CurveOptions { secs: a.secs, passes: a.passes, duration: a.duration, capacity: a.capacity };
+    opts.check(&spec, &origin).map_err(flagged)?;
     crate::out_dir::create("--out", &a.out)?;
     let show = !a.json;
     let rt = crate::runtime::runtime()?;
@@ -150,14 +140,8 @@ fn curve(a: &CurveArgs) -> Result<ExitCode> {
         "the curve's clients were stopped",
     ))?;
     let mut files = vec![("curve.svg".to_string(), safegate_render::pg::curve_chart(&c))];
-    for m in [1.5, 3.0] {
-        files.push((format!("pg-{m}x.toml"), c.scenario_toml(m, a.duration, a.capacity)));
-    }
-    files.push(("boundary.toml".into(), c.boundary_toml()));
-    for (name, text) in &files {
-        let path = a.out.join(name);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
+    files.extend(c.files(a.duration, a.capacity));
+    pg_study::write_files(&a.out, &files)?;
     if a.json {
         println!("{}", serde_json::to_string_pretty(&serde_json::json!({ "curve": c, "out": a.out }))?);
     } else {
@@ -180,24 +164,13 @@ fn arms(a: &ArmsArgs) -> Result<ExitCode> {
     scenario.boundary = Some(safegate_sim::scenario::load_boundary(&a.boundary)?);
     let cfg = scenario.config(&origin)?;
     let spec = workload(Some(&scenario), a.pg_url.as_deref(), &origin)?;
-    if !(0.0..=1.0).contains(&a.retry_probability) {
-        anyhow::bail!("--retry-probability {}: expected [0, 1]", a.retry_probability);
-    }
-    // A fixed concurrency runs on at most the executors and the connections there are.
-    let most = cfg.pool.executors.min(u32::try_from(spec.pool).unwrap_or(u32::MAX));
-    let fixed_levels = Arm::fixed_levels(cfg.pool.comfortable, most, &a.fixed).map_err(|bad| {
-        anyhow::anyhow!(
-            "--fixed {bad}: expected 1 to {most} (the scenario's {} executors and {} connections)",
-            cfg.pool.executors,
-            spec.pool
-        )
-    })?;
-    let arm_list = Arm::seed_arms(&fixed_levels);
     let opts = ArmsOptions {
         spec,
         retry_probability: a.retry_probability,
         redis: a.redis.clone().map_or(RedisTarget::Own, RedisTarget::Url),
     };
+    opts.check().map_err(flagged)?;
+    let arm_list = Arm::plan(&cfg, opts.spec.pool, &a.fixed).map_err(flagged)?;
     if !a.json {
         eprintln!(
             "safegate pg arms: {} arms of {:.0} s each, offered {:.0} jobs/s ({:.0} s of wall time)",

@@ -16,19 +16,29 @@
 //!    fitted curve with the same policy: the model's prediction, and how far it is off.
 //!
 //! Model time is wall time here (speed 1): the database runs at its own pace.
+//!
+//! Before either step, their inputs are checked ([`CurveOptions::check`],
+//! [`ArmsOptions::check`], [`Arm::plan`]); after the first, [`PgCurve::files`] are the
+//! scenarios and boundary to write, and [`write_files`] writes them.
+//!
+//! - this module: the curve, measured, fitted and written;
+//! - `arms`: the arms played on the database and in the model;
+//! - `input`: the inputs' checks and their errors ([`InputError`]).
+
+use std::path::Path;
 
 use serde::Serialize;
 
-use safegate_core::boundary::Boundary;
-use safegate_core::controllers::PolicySpec;
-use safegate_sim::{Config, Scenario};
-
-use crate::loadgen::RetryPolicy;
 use crate::pg::{curve, CurvePoint, Pg, PgSpec};
-use crate::run::{DownstreamTarget, LiveOptions, LivePolicy, LiveRun, RedisTarget};
 use crate::throughput::fit::fit_curve;
 use crate::throughput::{CurveFit, Point};
 use crate::LiveError;
+
+mod arms;
+mod input;
+
+pub use arms::{arms, Arm, ArmFigures, ArmResult, ArmsOptions};
+pub use input::{CurveOptions, InputError, MAX_CAPACITY, MAX_DURATION, MAX_LEVEL_SECS, MAX_PASSES};
 
 /// Client counts of the curve (those up to the pool's size, and the size itself).
 pub const CURVE_CLIENTS: [usize; 16] = [1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 32, 40, 48, 64];
@@ -163,203 +173,35 @@ impl PgCurve {
             pool = self.spec.pool,
         )
     }
-}
-
-/// One arm of [`arms`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Arm {
-    /// Its name in the report (`gate off`, `fixed 6`).
-    pub label: String,
-    /// The policy.
-    pub policy: PolicySpec,
-    /// Under the scenario's boundary (the safety filter).
-    pub filtered: bool,
-    /// Executors of the pool (`None`: the scenario's), for the fixed concurrencies.
-    pub executors: Option<u32>,
-}
-
-impl Arm {
-    /// The fixed concurrencies to sweep on a pool whose fitted knee is `knee`, with at most
-    /// `most` executors and connections: `given` (each in `[1, most]`, else `Err` naming the
-    /// first that is not), or the knee × ½, 1, 1½ and 2 capped at `most`; sorted, each once.
-    pub fn fixed_levels(knee: f64, most: u32, given: &[u32]) -> Result<Vec<u32>, u32> {
-        let knee = knee.round().max(1.0);
-        let mut levels: Vec<u32> = if given.is_empty() {
-            [0.5, 1.0, 1.5, 2.0].iter().map(|m| ((knee * m).round().max(1.0) as u32).min(most)).collect()
-        } else {
-            if let Some(&bad) = given.iter().find(|&&l| l == 0 || l > most) {
-                return Err(bad);
-            }
-            given.to_vec()
-        };
-        levels.sort_unstable();
-        levels.dedup();
-        Ok(levels)
-    }
-
-    /// The seed's four arms, then a fixed concurrency for each of `fixed`.
-    pub fn seed_arms(fixed: &[u32]) -> Vec<Arm> {
-        let spec = |s: &str| s.parse::<PolicySpec>().expect("a registry spec");
-        let mut v = vec![
-            Arm { label: "gate off".into(), policy: spec("open"), filtered: false, executors: None },
-            Arm { label: "seed gate".into(), policy: spec("seed-gate"), filtered: false, executors: None },
-            Arm { label: "filter".into(), policy: spec("cycle"), filtered: true, executors: None },
-            Arm { label: "filter + cap".into(), policy: spec("cycle+pool"), filtered: true, executors: None },
-        ];
-        v.extend(fixed.iter().map(|&l| Arm {
-            label: format!("fixed {l}"),
-            policy: spec("static+pool"),
-            filtered: false,
-            executors: Some(l),
-        }));
-        v
+    /// The files a curve gives, named as `safegate pg curve` writes them: the scenarios at
+    /// 1.5× and 3× the peak ([`PgCurve::scenario_toml`], each `duration` seconds with a
+    /// backlog of `capacity` jobs), `pg-1.5x.toml` and `pg-3x.toml`, then the boundary
+    /// ([`PgCurve::boundary_toml`]), `boundary.toml`.
+    pub fn files(&self, duration: f64, capacity: f64) -> Vec<(String, String)> {
+        let mut files: Vec<(String, String)> =
+            [1.5, 3.0].iter().map(|m| (format!("pg-{m}x.toml"), self.scenario_toml(*m, duration, capacity))).collect();
+        files.push(("boundary.toml".into(), self.boundary_toml()));
+        files
     }
 }
 
-/// What one arm did, live or in the model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct ArmFigures {
-    /// Jobs completed per second (committed transactions).
-    pub goodput: f64,
-    /// Time-averaged backlog \[jobs\].
-    pub backlog_mean: f64,
-    /// Largest backlog \[jobs\].
-    pub backlog_max: f64,
-    /// Share of the run with the backlog above `θ·capacity`.
-    pub share_beyond: f64,
-    /// Jobs failed for good per second (transactions that failed after their retries).
-    pub failed_rate: f64,
-    /// 99th percentile of a completed job's time in the system \[s\].
-    pub sojourn_p99: Option<f64>,
-}
-
-impl ArmFigures {
-    /// The figures of a run summarised by `s` whose recorded backlog is `queue`, against the
-    /// line `line`, with `failed_rate` jobs failed for good per second: the live run and the
-    /// model are read the same way.
-    fn of(s: &safegate_sim::Summary, queue: &[f64], line: f64, failed_rate: f64) -> ArmFigures {
-        ArmFigures {
-            goodput: s.cleared / s.duration.max(1e-9),
-            backlog_mean: s.queue_mean,
-            backlog_max: s.queue_max,
-            share_beyond: queue.iter().filter(|q| **q > line).count() as f64 / queue.len().max(1) as f64,
-            failed_rate,
-            sojourn_p99: s.sojourn_p99,
-        }
+/// Write each `(name, text)` of `files` into the directory `dir` (which must exist), in
+/// order; the first that fails is the error, naming its path.
+pub fn write_files(dir: &Path, files: &[(String, String)]) -> Result<(), LiveError> {
+    for (name, text) in files {
+        let path = dir.join(name);
+        std::fs::write(&path, text)
+            .map_err(|error| LiveError::Io { what: format!("writing {}", path.display()), error })?;
     }
-}
-
-/// One arm's result: the live run and the model's prediction.
-#[derive(Debug, Clone, Serialize)]
-pub struct ArmResult {
-    /// The arm's name.
-    pub label: String,
-    /// The live run on the database.
-    pub live: ArmFigures,
-    /// The stochastic simulator on the fitted curve, same policy and load.
-    pub model: ArmFigures,
-    /// Decisions the safety filter changed, and those where no action met the boundary (the
-    /// backup acted), for the filtered arms.
-    pub interventions: Option<(u64, u64)>,
-    /// Jobs lost by the books (must be 0).
-    pub lost: i64,
-}
-
-/// How [`arms`] runs.
-#[derive(Debug, Clone)]
-pub struct ArmsOptions {
-    /// The database.
-    pub spec: PgSpec,
-    /// Chance a failed job is offered again by its producer (client retries), after a
-    /// backoff of 0.1 s on average.
-    pub retry_probability: f64,
-    /// Redis for the backlogs (each arm its own queue, `pg-arm-K`; on a server of yours, a
-    /// queue of that name holding an earlier run's books is refused, never deleted).
-    pub redis: RedisTarget,
-}
-
-/// Run every arm of `arms` on `scenario` (a [`PgCurve::scenario_toml`], its boundary set
-/// for the filtered arms), one after the other, each live and in the model. `progress`
-/// hears each arm's result as it ends.
-pub async fn arms(
-    scenario: &Scenario,
-    arms: &[Arm],
-    opts: &ArmsOptions,
-    progress: &mut dyn FnMut(&ArmResult),
-) -> Result<Vec<ArmResult>, LiveError> {
-    let base = scenario.config(scenario.name.as_deref().unwrap_or("<scenario>"))?;
-    let line = scenario.safe_threshold() * base.pool.capacity;
-    let mut out = Vec::with_capacity(arms.len());
-    for (k, arm) in arms.iter().enumerate() {
-        let mut cfg = base.clone();
-        if let Some(p) = arm.executors {
-            cfg.pool.executors = p;
-        }
-        let boundary: Option<&Boundary> = if arm.filtered { scenario.boundary.as_ref() } else { None };
-        if arm.filtered && boundary.is_none() {
-            return Err(LiveError::Queue(format!("arm {:?} needs the scenario's boundary", arm.label)));
-        }
-        let policy = || LivePolicy::from_spec(&arm.policy, &cfg, boundary).map_err(LiveError::Queue);
-        let model = predict(&cfg, policy()?, line)?;
-        let run = LiveRun {
-            cfg: cfg.clone(),
-            opts: LiveOptions {
-                speed: 1.0,
-                redis: opts.redis.clone(),
-                namespace: format!("pg-arm-{k}"),
-                // A private Redis is fresh; on a given one an arm's queue holding an earlier
-                // run's books is refused, never deleted.
-                reset: opts.redis == RedisTarget::Own,
-                metrics: None,
-                downstream: DownstreamTarget::Postgres(opts.spec.clone()),
-                retry: Some(RetryPolicy {
-                    probability: opts.retry_probability,
-                    backoff: 0.1,
-                    budget: None,
-                    around_gate: false,
-                }),
-                timeout: 30.0,
-                ..LiveOptions::default()
-            },
-            line,
-        };
-        let report = crate::run::run(&run, policy()?, &mut |_| {}).await?;
-        let live = ArmFigures::of(
-            &report.summary,
-            &report.series.queue,
-            line,
-            report.accounting.failed as f64 / report.summary.duration.max(1e-9),
-        );
-        let result = ArmResult {
-            label: arm.label.clone(),
-            live,
-            model,
-            interventions: report.filter.map(|f| (f.interventions, f.infeasible)),
-            lost: report.lost,
-        };
-        progress(&result);
-        out.push(result);
-    }
-    Ok(out)
-}
-
-/// The stochastic simulator's figures for `cfg` under `policy`.
-fn predict(cfg: &Config, mut policy: LivePolicy, line: f64) -> Result<ArmFigures, LiveError> {
-    let stride = (cfg.steps() / 20_000).max(1) as usize;
-    let out = safegate_sim::run(
-        safegate_sim::Mode::Stochastic,
-        cfg,
-        &mut policy,
-        safegate_sim::RunOptions { record_every: Some(stride), progress: None },
-    )?;
-    let queue = out.series.as_ref().map_or(&[][..], |series| &series.queue[..]);
-    Ok(ArmFigures::of(&out.summary, queue, line, 0.0))
+    Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::throughput::fit::contention;
+    use safegate_core::boundary::Boundary;
+    use safegate_sim::Scenario;
 
     /// A curve as `measure_curve` would give on a database following the seed's law with
     /// `s = 200`, `C = 5`.
@@ -387,6 +229,18 @@ mod tests {
     }
 
     #[test]
+    fn files_are_written_into_the_directory_and_a_failure_names_the_path() {
+        let dir = std::env::temp_dir().join(format!("safegate-pg-study-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let files = vec![("a.toml".to_string(), "x = 1\n".to_string()), ("b.svg".to_string(), "<svg/>".to_string())];
+        write_files(&dir, &files).unwrap();
+        assert_eq!(std::fs::read_to_string(dir.join("b.svg")).unwrap(), "<svg/>");
+        let e = write_files(&dir.join("missing"), &files).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("writing {}: ", dir.join("missing").join("a.toml").display())), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_levels_passes_are_averaged() {
         let p =
             |rate: f64, completed: u64, mean_ms: f64| CurvePoint { n: 4, rate, failed_rate: 1.0, mean_ms, completed };
@@ -410,6 +264,12 @@ mod tests {
         b.validate(200.0).unwrap();
         assert_eq!(b.barrier.threshold, 0.7);
         assert_eq!(b.envelope.traffic, [0.0, 4000.0]);
+        // The files are those two scenarios and the boundary, as written above.
+        let files = c.files(60.0, 200.0);
+        let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["pg-1.5x.toml", "pg-3x.toml", "boundary.toml"]);
+        assert_eq!(files[0].1, c.scenario_toml(1.5, 60.0, 200.0));
+        assert_eq!(files[2].1, c.boundary_toml());
         // The arms it plays: the seed's four, then the fixed ones.
         assert_eq!(Arm::fixed_levels(4.58, 64, &[]), Ok(vec![3, 5, 8, 10]));
         assert_eq!(Arm::fixed_levels(40.0, 64, &[]), Ok(vec![20, 40, 60, 64]), "capped at the pool");

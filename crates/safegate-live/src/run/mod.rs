@@ -20,7 +20,10 @@
 //! - `control.rs`: the controller's loop, one decision a period.
 //! - `reasons.rs`: the enqueue's rejections told by reason, in the tower layer's vocabulary.
 //! - `summary.rs`: the report's totals from the accounting.
+//! - `columns.rs`: the run beside the model ([`model_column`], [`LiveReport::column`]) and
+//!   their JSON document ([`json_document`]).
 
+mod columns;
 mod control;
 mod options;
 mod play;
@@ -30,6 +33,8 @@ mod report;
 mod services;
 mod summary;
 
+pub(crate) use columns::stochastic;
+pub use columns::{json_document, model_column};
 pub use options::{
     check_offer_rate, DownstreamTarget, LiveOptions, RedisTarget, MAX_OFFERS_PER_WALL_SECOND, MAX_SPEED,
     UNSENT_WARNING_SHARE,
