@@ -1,4 +1,5 @@
-//! The figures of the fleet model's suite (`safegate fleet --sim`).
+//! The fleet model's text and figures (`safegate fleet --sim`): the suite's measurements
+//! as text and JSON, its figures, and a fleet file's runs.
 
 use std::fmt::Write as _;
 
@@ -8,6 +9,7 @@ use safegate_studies::fleet::suite::{DelayThreshold, FileRuns, PriceRun, Suite};
 
 use crate::chart::{render, Line, Panel, Rule, PALETTE};
 use crate::numbers::{fixed, number};
+use serde_json::json;
 
 /// The figures of `safegate fleet --sim`, each with its file name (`tau` the measured delay threshold, `runs` and `p_star`:
 /// [`safegate_studies::fleet::suite::price_around_threshold`]): the price at 0.8× and 1.2× its measured delay threshold, and the tipping
@@ -95,6 +97,36 @@ pub fn figures(suite: &Suite, tau: f64, runs: Vec<PriceRun>, p_star: f64) -> Vec
     );
     out.push(("fleet-tipping.svg", svg));
     out
+}
+
+/// The JSON document of `safegate fleet --sim --json`: the suite's five measurements (the
+/// split with and without the price, the price's delay threshold, the failure detectors'
+/// trade-off, the exit frequency of each fleet, the Stag Hunt's payoffs and tipping share
+/// beside the seed's), its verdicts, and the figures written (`figures`, their paths).
+pub fn suite_json(suite: &Suite, figures: &[String]) -> serde_json::Value {
+    let Suite { uncoordinated, coordinated, detectors: rows, exits, payoffs, tipping, verdicts, fallback, .. } = suite;
+    let DelayThreshold { loop_gain: a, measured, hayes, euler, .. } = &suite.delay;
+    let (a, measured, hayes, euler) = (*a, *measured, *hayes, *euler);
+    json!({
+        "starvation": {
+            "uncoordinated": { "split": uncoordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": uncoordinated.jain, "goodput": uncoordinated.goodput },
+            "priced": { "split": coordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": coordinated.jain, "goodput": coordinated.goodput },
+        },
+        "delay_threshold": { "loop_gain": a, "measured": measured, "hayes": hayes, "euler": euler.map(|e| e.real) },
+        "detectors": rows.iter().map(|r| json!({
+            "detector": match r.detector { DetectorKind::Phi => "phi", DetectorKind::Timeout => "timeout" },
+            "threshold": r.threshold, "false_per_hour": r.false_per_hour,
+            "detection_mean": r.detection_mean, "detection_p99": r.detection_p99,
+        })).collect::<Vec<_>>(),
+        "exit_frequency": exits.iter().map(|(name, o)| json!({
+            "fleet": name, "goodput": o.goodput, "jain": o.jain,
+            "time_above": o.gates.iter().map(|g| g.time_above).collect::<Vec<_>>(),
+            "crossings": o.gates.iter().map(|g| g.crossings).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
+        "stag_hunt": { "fallback": fallback, "payoffs": payoffs, "seed_payoffs": SEED_COSTS, "tipping": tipping, "seed_f_star": SEED_F_STAR },
+        "verdicts": verdicts,
+        "figures": figures,
+    })
 }
 
 /// What `safegate fleet --sim` prints as text: the suite's five measurements and its
@@ -233,4 +265,23 @@ pub fn file_runs_text(runs: &FileRuns) -> Result<String, std::fmt::Error> {
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The document holds each measurement of the suite it was given, and the figures.
+    #[test]
+    fn the_suite_document_holds_every_measurement() {
+        let suite = safegate_studies::fleet::suite::run("cycle", 3).unwrap();
+        let v = suite_json(&suite, &["a.svg".to_string()]);
+        assert_eq!(v["starvation"]["priced"]["split"].as_array().map(Vec::len), Some(suite.coordinated.gates.len()));
+        assert_eq!(v["detectors"].as_array().map(Vec::len), Some(suite.detectors.len()));
+        assert_eq!(v["exit_frequency"].as_array().map(Vec::len), Some(suite.exits.len()));
+        assert_eq!(v["stag_hunt"]["fallback"], "cycle");
+        assert_eq!(v["delay_threshold"]["loop_gain"].as_f64(), Some(suite.delay.loop_gain));
+        assert_eq!(v["verdicts"].as_array().map(Vec::len), Some(suite.verdicts.len()));
+        assert_eq!(v["figures"], json!(["a.svg"]));
+    }
 }

@@ -12,7 +12,9 @@
 //! | [`reproduce`] | the table of reproduced results; an experiment's figure |
 //! | [`compare`] | the compare table and its figures (queue traces, goodput vs load) |
 //! | [`verify`] | the text of a verify report |
-//! | [`fleet`] | the fleet model suite's figures (the price around its delay threshold, the tipping curves) |
+//! | [`detect`] | `safegate detect`'s verdict, text report and JSON document |
+//! | [`fleet`] | the fleet model suite's text, JSON and figures (the price around its delay threshold, the tipping curves) |
+//! | [`fleet_run`] | the report of a run of `safegate fleet`'s gate processes |
 //! | [`falsify`] | the falsification criteria, and how their numbers read |
 //! | [`report`] | the self-contained HTML page of `safegate report` |
 //! | [`run`] | the table of `safegate run`'s runs side by side, its chart and verdicts |
@@ -30,8 +32,10 @@
 pub mod boundary;
 pub mod chart;
 pub mod compare;
+pub mod detect;
 pub mod falsify;
 pub mod fleet;
+pub mod fleet_run;
 pub mod gate;
 pub mod markup;
 pub mod numbers;

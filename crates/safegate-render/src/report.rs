@@ -2,9 +2,11 @@
 //! offline and without JavaScript (collapsed parts are `<details>`).
 
 use std::fmt::Write as _;
+use std::path::Path;
 
 use safegate_studies::compare::ArmReport;
 use safegate_studies::experiments::Verdict;
+use safegate_studies::falsify::Verdict as Finding;
 use safegate_studies::verify::{ArmResult, VerifyReport};
 
 use crate::falsify::{evidence_line, value};
@@ -328,6 +330,50 @@ fn falsify(s: &mut String, g: &Gathered, figures: &mut usize) {
     }
 }
 
+/// The summary `safegate report --json` prints for the page `page` of `g`, written to
+/// `path`: the file (path, bytes, figures), the effort and seed, the sections, and per
+/// section its counts (rows by verdict, cases and arms, each boundary's verdict, the
+/// criteria by finding) and seconds.
+pub fn summary(g: &Gathered, page: &Page, path: &Path) -> serde_json::Value {
+    let rows: Vec<_> = g.reproduce.iter().flat_map(|(r, _)| &r.rows).collect();
+    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
+    let arms: usize = g.compare.cases.iter().map(|c| c.arms.len()).sum();
+    let found = |v: Finding| g.falsify.criteria.iter().filter(|c| c.verdict == v).count();
+    serde_json::json!({
+        "path": path.display().to_string(),
+        "bytes": page.html.len(),
+        "seconds": g.seconds,
+        "effort": if g.effort.quick { "quick" } else { "standard" },
+        "seed": g.effort.seed,
+        "figures": page.figures,
+        "sections": SECTIONS.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+        "reproduce": {
+            "experiments": g.reproduce.len(),
+            "rows": rows.len(),
+            "pass": count(Verdict::Pass),
+            "fail": count(Verdict::Fail),
+            "info": count(Verdict::Info),
+            "seconds": g.reproduce.iter().map(|(_, s)| s).sum::<f64>(),
+        },
+        "compare": {
+            "cases": g.compare.cases.len(),
+            "arms": arms,
+            "seeds": g.compare.seeds,
+            "seconds": g.compare_seconds,
+        },
+        "verify": g.verify.iter().map(|(name, r, s)| serde_json::json!({
+            "boundary": name, "verdict": r.verdict, "pass": r.pass, "seconds": s,
+        })).collect::<Vec<_>>(),
+        "falsify": {
+            "criteria": g.falsify.criteria.len(),
+            "holds": found(Finding::Holds),
+            "falsified": found(Finding::Falsified),
+            "inconclusive": found(Finding::Inconclusive),
+            "seconds": g.falsify.seconds,
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,5 +385,42 @@ mod tests {
         let mut n = 0;
         figure(&mut s, r#"<svg xmlns="http://www.w3.org/2000/svg" width="9"></svg>"#, &mut n);
         assert_eq!((s.trim(), n), (r#"<figure><svg width="9"></svg></figure>"#, 1));
+    }
+
+    #[test]
+    fn the_summary_counts_each_section_and_names_the_file() {
+        use safegate_studies::compare::CompareReport;
+        use safegate_studies::falsify::Measured;
+        let compare = CompareReport {
+            threshold: 0.7,
+            epsilon: 0.01,
+            horizon: 600.0,
+            seeds: 2,
+            exit_trials: 0,
+            cases: Vec::new(),
+            curve: Vec::new(),
+            curve_limit: Vec::new(),
+            probe_collapse: Vec::new(),
+        };
+        let falsify = Measured { criteria: Vec::new(), figures: Vec::new(), timings: Vec::new(), seconds: 2.5 };
+        let g = Gathered {
+            effort: Effort::new(true, 9),
+            reproduce: Vec::new(),
+            compare,
+            compare_seconds: 1.5,
+            verify: Vec::new(),
+            falsify,
+            seconds: 4.0,
+        };
+        let page = Page { html: "<html></html>".into(), figures: 3 };
+        let v = summary(&g, &page, Path::new("out/safegate-report.html"));
+        assert_eq!(v["path"], "out/safegate-report.html");
+        assert_eq!((v["bytes"].as_u64(), v["figures"].as_u64()), (Some(13), Some(3)));
+        assert_eq!((v["effort"].as_str(), v["seed"].as_u64()), (Some("quick"), Some(9)));
+        assert_eq!(v["sections"], serde_json::json!(["reproduce", "compare", "verify", "falsify"]));
+        assert_eq!(v["reproduce"]["rows"], 0);
+        assert_eq!((v["compare"]["seeds"].as_u64(), v["compare"]["seconds"].as_f64()), (Some(2), Some(1.5)));
+        assert_eq!(v["verify"], serde_json::json!([]));
+        assert_eq!(v["falsify"]["seconds"], 2.5);
     }
 }

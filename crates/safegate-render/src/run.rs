@@ -280,9 +280,50 @@ pub fn verdict_block(reports: &[RunReport]) -> String {
     o
 }
 
+/// The line `safegate run` prints above its table when flags or `--set` overrode the
+/// scenario: each `key = value`, a float value (`-0.0`, `1e-320`, `2.50`) as [`number`]
+/// shows it (`0`, `1e-320`, `2.5`), anything else (an integer, a string) as given; `None`
+/// without overrides.
+pub fn overrides_line(overrides: &[(String, String)]) -> Option<String> {
+    if overrides.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {}", echoed(v))).collect();
+    Some(format!("overrides (over the scenario below, whose description is the file's): {}\n", list.join(", ")))
+}
+
+/// An override's TOML value as the run echoes it: a float as [`number`] shows it, anything
+/// else as given.
+fn echoed(v: &str) -> String {
+    let float = !v.starts_with('"') && v.contains(['.', 'e', 'E', 'n', 'i']);
+    match v.trim().replace('_', "").parse::<f64>() {
+        Ok(x) if float => number(x),
+        _ => v.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_override_is_echoed_in_a_bounded_width() {
+        assert_eq!(echoed("-0.0"), "0");
+        assert_eq!(echoed("1e-320"), "1e-320");
+        assert_eq!(echoed("80.0"), "80");
+        assert_eq!(echoed("inf"), "inf");
+        assert_eq!(echoed("18446744073709551615"), "18446744073709551615");
+        assert_eq!(echoed("\"cycle\""), "\"cycle\"");
+        assert_eq!(echoed("1_000.5"), "1000.5");
+        assert_eq!(overrides_line(&[]), None);
+        let set = [("traffic.rate".to_string(), "80.0".to_string()), ("health.kind".into(), "\"dip\"".into())];
+        assert_eq!(
+            overrides_line(&set).as_deref(),
+            Some(
+                "overrides (over the scenario below, whose description is the file's): traffic.rate = 80, health.kind = \"dip\"\n"
+            )
+        );
+    }
 
     fn verdict(goodput: f64, physical_limit: f64, share_of_limit: f64) -> Verdict {
         Verdict { goodput, physical_limit, share_of_limit, line: 140.0, time_beyond: 0.0, share_beyond: 0.0 }

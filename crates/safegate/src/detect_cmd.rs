@@ -1,19 +1,16 @@
 //! `safegate detect`: run the two-mode IMM regime detector (the seed's Definition 2) over a
 //! series of values from a file and report its posterior and alarms.
 
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{anyhow, bail, Context, Result};
 use clap::Args;
-use safegate_core::estimators::{run_series, Detection, ImmConfig, Likelihood};
-use safegate_sim::series_text::{parse_series, SeriesTextError, TextSeries};
+use safegate_core::estimators::{run_series, ImmConfig, Likelihood};
+use safegate_render::detect;
+use safegate_sim::series_text::{parse_series, SeriesTextError};
 use safegate_studies::experiments::imm::ROBUST_NU;
-
-/// Inputs this long or shorter print one line per step without `--all`.
-const TABLE_MAX: usize = 40;
 
 /// Most bytes of a series read (file or standard input).
 pub(crate) const MAX_BYTES: u64 = 128 << 20;
@@ -94,13 +91,6 @@ fn series_error(source: &str, e: SeriesTextError) -> anyhow::Error {
     }
 }
 
-fn likelihood_text(l: Likelihood) -> String {
-    match l {
-        Likelihood::Gaussian => "Gaussian likelihood".into(),
-        Likelihood::StudentT { nu } => format!("Student-t likelihood, ν = {nu} (robust)"),
-    }
-}
-
 pub(crate) fn run(a: &DetectArgs) -> Result<ExitCode> {
     let [mean0, mean1] = a.means[..] else {
         bail!("--means takes two values, A,B (got {})", a.means.len());
@@ -132,44 +122,14 @@ pub(crate) fn run(a: &DetectArgs) -> Result<ExitCode> {
         );
     }
     let d = run_series(cfg, &series.values).map_err(|e| anyhow!("invalid detector settings: {e}"))?;
-    // A series shorter than the alarm's run can never alarm: "no alarm" would be no evidence.
-    let verdict = if !d.alarms.is_empty() {
-        "alarm"
-    } else if n < a.run as usize {
-        "inconclusive"
-    } else {
-        "none"
-    };
-
     if a.json {
-        let doc = serde_json::json!({
-            "input": source,
-            "column": series.column,
-            "steps": series.values.len(),
-            "verdict": verdict,
-            "skipped": d.skipped,
-            "config": {
-                "means": [mean0, mean1],
-                "sd": a.sd,
-                "switch": a.switch,
-                "likelihood": match likelihood {
-                    Likelihood::Gaussian => serde_json::json!("gaussian"),
-                    Likelihood::StudentT { nu } => serde_json::json!({ "student_t": { "nu": nu } }),
-                },
-                "alarm_level": a.level,
-                "alarm_run": a.run,
-            },
-            "posterior": d.posterior,
-            "alarms": d.alarms,
-            "alarm_periods": d.periods,
-            "lines": series.lines,
-        });
+        let doc = detect::json(&source, &series, &d, &cfg);
         let mut text = serde_json::to_string_pretty(&doc)?;
         drop(doc);
         text.push('\n');
         return emit(&text);
     }
-    emit(&render(a, &series, &d, cfg))
+    emit(&detect::text(&source, &series, &d, cfg, a.all))
 }
 
 /// Print the output; a failed write is an error, not a panic.
@@ -177,76 +137,4 @@ fn emit(text: &str) -> Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("cannot write to standard output")?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn render(a: &DetectArgs, series: &TextSeries, d: &Detection, cfg: ImmConfig) -> String {
-    let mut s = String::new();
-    let n = series.values.len();
-    let col = series.column.as_deref().map(|c| format!(" (column {c:?})")).unwrap_or_default();
-    let _ = writeln!(s, "safegate detect: {}{col}, {n} values", a.input.display());
-    let _ = writeln!(
-        s,
-        "  two-mode IMM: means {} / {}, scale {}, switch {}, {}; alarm = posterior > {} for ≥ {} steps",
-        cfg.mean0,
-        cfg.mean1,
-        cfg.sd,
-        cfg.switch,
-        likelihood_text(cfg.likelihood),
-        cfg.alarm_level,
-        cfg.alarm_run
-    );
-    if d.skipped > 0 {
-        let _ = writeln!(s, "  {} missing values (NaN) skipped: the filter only mixed at those steps", d.skipped);
-    }
-    if a.all || n <= TABLE_MAX {
-        let _ = writeln!(s, "\n{:>6}  {:>12}  {:>9}  alarm", "step", "value", "posterior");
-        for (i, (&v, &p)) in series.values.iter().zip(&d.posterior).enumerate() {
-            let flag = if d.alarms.contains(&i) {
-                "ALARM"
-            } else if d.in_alarm[i] {
-                "*"
-            } else {
-                ""
-            };
-            let line = format!("{i:>6}  {v:>12.4}  {p:>9.4}  {flag}");
-            let _ = writeln!(s, "{}", line.trim_end());
-        }
-        s.push('\n');
-    }
-    let above = d.steps_above(cfg.alarm_level);
-    let (imax, pmax) = d.peak();
-    let _ = writeln!(s, "  posterior: max {pmax:.4} at step {imax}; above {} at {above} of {n} steps", cfg.alarm_level);
-    if d.alarms.is_empty() && n < cfg.alarm_run as usize {
-        let _ = writeln!(
-            s,
-            "  alarms: inconclusive — {n} values, fewer than the {} steps above the level an alarm needs (--run)",
-            cfg.alarm_run
-        );
-    } else if d.alarms.is_empty() {
-        let _ = writeln!(s, "  alarms: none");
-    } else {
-        let steps: Vec<String> = d.alarms.iter().map(|x| x.to_string()).collect();
-        let _ = writeln!(
-            s,
-            "  alarms: {} (steps, 0-based, at which a run completes: {})",
-            d.alarms.len(),
-            steps.join(", ")
-        );
-        for &(start, end) in &d.periods {
-            let line = |i: usize| series.lines[i];
-            let _ = writeln!(
-                s,
-                "    above {} from step {start} (line {}), alarm at step {}, in alarm to step {end} (line {}){}",
-                cfg.alarm_level,
-                line(start),
-                start + cfg.alarm_run as usize - 1,
-                line(end),
-                if end + 1 == n { ", the end of the input" } else { "" }
-            );
-        }
-    }
-    if !(a.all || n <= TABLE_MAX) {
-        let _ = writeln!(s, "  (--all prints every step, --json the posterior)");
-    }
-    s
 }

@@ -6,9 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Args;
-use safegate_live::fleet::{
-    default_gamma, parse_outage, play, FleetReport, GateCommand, GateSettings, Plan, Second, Tick,
-};
+use safegate_live::fleet::{default_gamma, parse_outage, play, GateCommand, GateSettings, Plan, Tick};
 use safegate_live::fleet_gate::parse_policy;
 
 use crate::runtime::runtime;
@@ -202,61 +200,7 @@ pub(crate) fn run(args: &FleetArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string(&report)?);
     } else {
         status.finish();
-        print_report(&report, args.secs);
+        print!("{}", safegate_render::fleet_run::live_text(&report, args.secs));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn print_report(r: &FleetReport, secs: f64) {
-    println!(
-        "safegate fleet: {} gates ({}), demand {:.0} req/s against a bound of {:.0} req/s",
-        r.nodes, r.mode, r.demand, r.capacity
-    );
-    println!(
-        "{:<6}{:>14}{:>14}{:>10}{:>10}{:>10}  mode at the end",
-        "gate", "admitted/s", "succeeded/s", "grants", "silences", "unpriced"
-    );
-    for g in &r.gates {
-        println!(
-            "{:<6}{:>14.1}{:>14.1}{:>10}{:>10}{:>10}  {}",
-            g.id,
-            g.admitted as f64 / secs,
-            g.succeeded as f64 / secs,
-            g.grants,
-            g.silences,
-            g.unpriced,
-            g.mode
-        );
-    }
-    let up: Vec<&Second> = r.seconds.iter().filter(|s| s.coordinator_up && s.t > 2.0).collect();
-    if !up.is_empty() {
-        let mean = up.iter().map(|s| s.admitted).sum::<f64>() / up.len() as f64;
-        let ok = up.iter().map(|s| s.succeeded).sum::<f64>() / up.len() as f64;
-        let j = up.iter().map(|s| s.jain).sum::<f64>() / up.len() as f64;
-        println!(
-            "coordinator up: admitted {mean:.1} req/s ({:.0} % of the bound), succeeded {ok:.1} req/s, mean Jain {j:.3}",
-            100.0 * mean / r.capacity
-        );
-    }
-    if let Some(o) = r.outage.as_ref().filter(|o| o.measured_seconds == 0) {
-        println!(
-            "coordinator down {:.0}–{:.0} s: not measured (no whole second was sampled inside it; the gates or the machine fell behind)",
-            o.start,
-            o.start + o.length
-        );
-    } else if let Some(o) = &r.outage {
-        println!(
-            "coordinator down {:.0}–{:.0} s: admitted worst second {:.1} req/s ({:.0} % of the bound), mean {:.1} ({:.0} %); succeeded {:.1} req/s; decisions without a fresh price {}; fair again {}",
-            o.start,
-            o.start + o.length,
-            o.worst_second,
-            100.0 * o.worst_second / r.capacity,
-            o.mean_admitted,
-            100.0 * o.admitted_share_of_bound,
-            o.mean_succeeded,
-            o.unpriced_decisions,
-            o.fair_again_after.map_or("never".to_string(), |t| format!("{:.2} s ({:.1} refresh intervals) after it returned", t, t * 1e3 / r.refresh_ms as f64))
-        );
-        println!("after the outage: succeeded {:.1} req/s over the run's last quarter", o.succeeded_at_end);
-    }
 }

@@ -5,9 +5,7 @@
 use std::process::ExitCode;
 
 use anyhow::Result;
-use safegate_sim::heartbeat::DetectorKind;
-use safegate_studies::fleet::stag::{SEED_COSTS, SEED_F_STAR};
-use safegate_studies::fleet::suite::{self, price_around_threshold, DelayThreshold, Suite, SuiteError};
+use safegate_studies::fleet::suite::{self, price_around_threshold, Suite, SuiteError};
 use serde_json::json;
 
 /// The suite's figures written into `dir`: their paths.
@@ -42,30 +40,8 @@ pub(crate) fn run(
         (Some(dir), Some(tau)) => figures(dir, &suite, tau)?,
         _ => Vec::new(),
     };
-    let Suite { uncoordinated, coordinated, detectors: rows, exits, payoffs, tipping, verdicts, .. } = &suite;
-    let DelayThreshold { loop_gain: a, measured, hayes, euler, .. } = &suite.delay;
-    let (a, measured, hayes, euler) = (*a, *measured, *hayes, *euler);
     if as_json {
-        let doc = json!({
-            "starvation": {
-                "uncoordinated": { "split": uncoordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": uncoordinated.jain, "goodput": uncoordinated.goodput },
-                "priced": { "split": coordinated.gates.iter().map(|g| g.share).collect::<Vec<_>>(), "jain": coordinated.jain, "goodput": coordinated.goodput },
-            },
-            "delay_threshold": { "loop_gain": a, "measured": measured, "hayes": hayes, "euler": euler.map(|e| e.real) },
-            "detectors": rows.iter().map(|r| json!({
-                "detector": match r.detector { DetectorKind::Phi => "phi", DetectorKind::Timeout => "timeout" },
-                "threshold": r.threshold, "false_per_hour": r.false_per_hour,
-                "detection_mean": r.detection_mean, "detection_p99": r.detection_p99,
-            })).collect::<Vec<_>>(),
-            "exit_frequency": exits.iter().map(|(name, o)| json!({
-                "fleet": name, "goodput": o.goodput, "jain": o.jain,
-                "time_above": o.gates.iter().map(|g| g.time_above).collect::<Vec<_>>(),
-                "crossings": o.gates.iter().map(|g| g.crossings).collect::<Vec<_>>(),
-            })).collect::<Vec<_>>(),
-            "stag_hunt": { "fallback": fallback, "payoffs": payoffs, "seed_payoffs": SEED_COSTS, "tipping": tipping, "seed_f_star": SEED_F_STAR },
-            "verdicts": verdicts,
-            "figures": written,
-        });
+        let doc = safegate_render::fleet::suite_json(&suite, &written);
         println!("{}", serde_json::to_string(&doc)?);
         return Ok(ExitCode::SUCCESS);
     }

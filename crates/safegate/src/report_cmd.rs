@@ -17,8 +17,8 @@ use safegate_render::compare::thin_traces;
 use safegate_render::report::{self as report_html, Effort, Gathered};
 use safegate_sim::Scenario;
 use safegate_studies::compare::{compare, run_duration, select_cases, CompareRequest};
-use safegate_studies::experiments::{self, Setup, Verdict};
-use safegate_studies::falsify::{selected, Verdict as Finding};
+use safegate_studies::experiments::{self, Setup};
+use safegate_studies::falsify::selected;
 use safegate_studies::run::DEFAULT_SCENARIO;
 use safegate_studies::verify::VerifyRequest;
 
@@ -82,9 +82,8 @@ pub(crate) fn run(args: &ReportArgs) -> Result<ExitCode> {
         .with_context(|| format!("renaming {} to {}", partial.display(), path.display()))?;
     let bytes = page.html.len();
 
-    let summary = summary(&gathered, &page, &path, bytes);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&summary)?);
+        println!("{}", serde_json::to_string_pretty(&report_html::summary(&gathered, &page, &path))?);
     } else {
         println!(
             "{} ({:.0} kB, {} figures) in {:.1} s{}",
@@ -175,46 +174,5 @@ fn verify_request(boundary: Boundary, effort: &Effort) -> Result<VerifyRequest> 
         traffic_points: effort.traffic_points,
         health_points: effort.health_points,
         seed: effort.seed,
-    })
-}
-
-/// The `--json` summary: per section its counts, then the file.
-fn summary(g: &Gathered, page: &report_html::Page, path: &std::path::Path, bytes: usize) -> serde_json::Value {
-    let rows: Vec<_> = g.reproduce.iter().flat_map(|(r, _)| &r.rows).collect();
-    let count = |v: Verdict| rows.iter().filter(|r| r.verdict == v).count();
-    let arms: usize = g.compare.cases.iter().map(|c| c.arms.len()).sum();
-    let found = |v: Finding| g.falsify.criteria.iter().filter(|c| c.verdict == v).count();
-    serde_json::json!({
-        "path": path.display().to_string(),
-        "bytes": bytes,
-        "seconds": g.seconds,
-        "effort": if g.effort.quick { "quick" } else { "standard" },
-        "seed": g.effort.seed,
-        "figures": page.figures,
-        "sections": report_html::SECTIONS.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
-        "reproduce": {
-            "experiments": g.reproduce.len(),
-            "rows": rows.len(),
-            "pass": count(Verdict::Pass),
-            "fail": count(Verdict::Fail),
-            "info": count(Verdict::Info),
-            "seconds": g.reproduce.iter().map(|(_, s)| s).sum::<f64>(),
-        },
-        "compare": {
-            "cases": g.compare.cases.len(),
-            "arms": arms,
-            "seeds": g.compare.seeds,
-            "seconds": g.compare_seconds,
-        },
-        "verify": g.verify.iter().map(|(name, r, s)| serde_json::json!({
-            "boundary": name, "verdict": r.verdict, "pass": r.pass, "seconds": s,
-        })).collect::<Vec<_>>(),
-        "falsify": {
-            "criteria": g.falsify.criteria.len(),
-            "holds": found(Finding::Holds),
-            "falsified": found(Finding::Falsified),
-            "inconclusive": found(Finding::Inconclusive),
-            "seconds": g.falsify.seconds,
-        },
     })
 }

@@ -11,8 +11,7 @@ use safegate_studies::run::{
 };
 
 use crate::progress;
-use safegate_render::numbers::number;
-use safegate_render::run::{mode_text, render_chart, render_table, verdict_block};
+use safegate_render::run::{mode_text, overrides_line, render_chart, render_table, verdict_block};
 
 use crate::chart_to::ChartTo;
 use crate::set_arg::parse_sets;
@@ -119,16 +118,6 @@ impl RunArgs {
     }
 }
 
-/// An override's TOML value as the run echoes it: a float (`-0.0`, `1e-320`, `2.50`) as
-/// [`number`] shows it (`0`, `1e-320`, `2.5`), anything else (an integer, a string) as given.
-fn echoed(v: &str) -> String {
-    let float = !v.starts_with('"') && v.contains(['.', 'e', 'E', 'n', 'i']);
-    match v.trim().replace('_', "").parse::<f64>() {
-        Ok(x) if float => number(x),
-        _ => v.to_string(),
-    }
-}
-
 /// Whether `args` asks for the four arms: `--arms`, or the embedded scenario with neither
 /// `--boundary` nor `--baseline` (which keep their two-run comparisons).
 fn wants_arms(args: &RunArgs) -> bool {
@@ -193,12 +182,8 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string(&doc)?);
     } else {
         let say = |text: &str| ChartTo::say(chart.as_ref(), text);
-        if !overrides.is_empty() {
-            let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {}", echoed(v))).collect();
-            say(&format!(
-                "overrides (over the scenario below, whose description is the file's): {}\n",
-                list.join(", ")
-            ));
+        if let Some(line) = overrides_line(&overrides) {
+            say(&line);
         }
         say(&render_table("safegate run", &mode_text(&scenario), &scenario, &cfg, &origin, &reports));
         say(&verdict_block(&reports));
@@ -207,20 +192,4 @@ pub(crate) fn run(args: &RunArgs) -> Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::echoed;
-
-    #[test]
-    fn an_override_is_echoed_in_a_bounded_width() {
-        assert_eq!(echoed("-0.0"), "0");
-        assert_eq!(echoed("1e-320"), "1e-320");
-        assert_eq!(echoed("80.0"), "80");
-        assert_eq!(echoed("inf"), "inf");
-        assert_eq!(echoed("18446744073709551615"), "18446744073709551615");
-        assert_eq!(echoed("\"cycle\""), "\"cycle\"");
-        assert_eq!(echoed("1_000.5"), "1000.5");
-    }
 }
