@@ -12,15 +12,12 @@ use safegate_core::stats::Verdict;
 use safegate_render::boundary::render;
 use safegate_render::numbers::number;
 use safegate_studies::telemetry::traces::{generate, Fault, TraceSpec};
-use safegate_studies::telemetry::{self, CheckError, CheckOptions, CheckReport, Format, Telemetry};
+use safegate_studies::telemetry::{self, CheckError, CheckOptions, CheckReport, DraftWriteError, Format, Telemetry};
 use serde::Serialize;
 
 /// Largest telemetry file read: the Prometheus cap (a CSV is held to its smaller one once
 /// the format is known).
 const MAX_BYTES: u64 = telemetry::MAX_PROMETHEUS_BYTES;
-
-/// The first line of every draft this command writes: a file without it is never overwritten.
-const DRAFT_MARK: &str = "# Drafted by `safegate boundary check`";
 
 /// `safegate boundary …`.
 #[derive(Debug, Args)]
@@ -255,30 +252,15 @@ fn emit(text: &str) -> Result<()> {
     out.write_all(text.as_bytes()).and_then(|()| out.flush()).context("cannot write the report to standard output")
 }
 
-/// Write the draft unless `path` holds something this command did not write: it must not
-/// exist, or be a regular file whose text starts with [`DRAFT_MARK`] (a binary file, a
-/// device or a FIFO is never touched).
+/// Write the draft (never over a file this command did not draft), its errors naming
+/// `--draft`.
 fn write_draft(path: &Path, text: &str) -> Result<String> {
     let shown = path.display();
-    match std::fs::symlink_metadata(path) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => {
-            bail!("--draft {shown}: cannot check what is there ({e}); choose another --draft PATH (or --no-draft)")
-        }
-        Ok(m) if m.is_dir() => bail!("--draft {shown}: is a directory"),
-        Ok(m) if !m.file_type().is_file() => {
-            bail!("--draft {shown}: exists and is not a regular file; choose another --draft PATH (or --no-draft)")
-        }
-        Ok(_) => {
-            // A draft is far smaller than this; anything larger, or not UTF-8, is not one.
-            let drafted = safegate_sim::input::read_text(path, safegate_sim::input::MAX_CONFIG_BYTES)
-                .is_ok_and(|existing| existing.starts_with(DRAFT_MARK));
-            if !drafted {
-                bail!("--draft {shown}: exists and was not drafted by safegate; choose another --draft PATH (or --no-draft)");
-            }
-        }
-    }
-    std::fs::write(path, text).with_context(|| format!("writing the draft to {shown}"))?;
+    telemetry::write_draft(path, text).map_err(|e| match e {
+        DraftWriteError::Write(e) => anyhow::Error::new(e).context(format!("writing the draft to {shown}")),
+        DraftWriteError::Directory => anyhow!("--draft {shown}: {e}"),
+        other => anyhow!("--draft {shown}: {other}; choose another --draft PATH (or --no-draft)"),
+    })?;
     Ok(path.display().to_string())
 }
 

@@ -73,17 +73,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         reports.iter().flat_map(|(r, _)| r.rows.iter().map(move |row| (r.experiment, row))).collect();
     let failed = rows.iter().filter(|(_, r)| r.verdict == Verdict::Fail).count();
     if args.json {
-        let list: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|(exp, row)| {
-                let mut v = serde_json::to_value(row).expect("rows serialise");
-                v["experiment"] = serde_json::Value::from(*exp);
-                if !keys.is_empty() {
-                    v["overrides_not_read"] = serde_json::Value::from(unread_by(exp, &row.id, &keys));
-                }
-                v
-            })
-            .collect();
+        let list = experiments::rows_json(&rows, &keys);
         println!("{}", serde_json::to_string_pretty(&list)?);
     } else {
         print!("{}", render_table(&rows));
@@ -100,7 +90,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
             let list: Vec<String> = overrides.iter().map(|(k, v)| format!("{k} = {v}")).collect();
             println!("model changed from the seed's: {}", list.join(", "));
             for key in &keys {
-                if let Some(missed) = rows_not_reading(key, &rows) {
+                if let Some(missed) = experiments::rows_not_reading(key, &rows) {
                     println!("  {key} does not reach {missed}");
                 }
             }
@@ -110,38 +100,4 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<ExitCode> {
         }
     }
     Ok(if failed == 0 { ExitCode::SUCCESS } else { ExitCode::from(1) })
-}
-
-/// The override keys row `row` of experiment `experiment` does not read.
-fn unread_by(experiment: &str, row: &str, keys: &[String]) -> Vec<String> {
-    let Some(e) = experiments::find(experiment) else { return keys.to_vec() };
-    keys.iter().filter(|k| !experiments::row_reads(e, row, k)).cloned().collect()
-}
-
-/// The rows shown that do not read `key`, in words (`5 of 34 rows: severity (5 rows), usl`),
-/// or `None` when every row reads it.
-fn rows_not_reading(key: &str, rows: &[(&'static str, &Row)]) -> Option<String> {
-    let mut by_experiment: Vec<(&str, Vec<&str>, usize)> = Vec::new();
-    for (exp, row) in rows {
-        let missed = !unread_by(exp, &row.id, &[key.to_string()]).is_empty();
-        match by_experiment.iter_mut().find(|(e, _, _)| e == exp) {
-            Some((_, ids, n)) => {
-                *n += 1;
-                if missed {
-                    ids.push(&row.id);
-                }
-            }
-            None => by_experiment.push((exp, if missed { vec![&row.id] } else { vec![] }, 1)),
-        }
-    }
-    let count: usize = by_experiment.iter().map(|(_, ids, _)| ids.len()).sum();
-    if count == 0 {
-        return None;
-    }
-    let parts: Vec<String> = by_experiment
-        .iter()
-        .filter(|(_, ids, _)| !ids.is_empty())
-        .map(|(exp, ids, n)| if ids.len() == *n && *n > 1 { format!("{exp} ({n} rows)") } else { ids.join(", ") })
-        .collect();
-    Some(format!("{count} of {} rows: {}", rows.len(), parts.join(", ")))
 }

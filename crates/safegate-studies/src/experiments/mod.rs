@@ -15,6 +15,7 @@
 //! | `registry.rs` | [`ALL`] the experiments, [`find`] one by id, and the [`Report`] one produces |
 //! | `selection.rs` | [`select`]: which experiments and rows a run asks for |
 //! | `reach.rs` | [`Reads`]: which scenario keys each experiment reads; [`check_overrides`]: which overrides reach the selection |
+//! | `reached.rs` | which rows shown an accepted override missed ([`unread_by`], [`rows_not_reading`]); the rows as JSON ([`rows_json`]) |
 //! | one file per experiment | [`ceiling`], [`recovery`], [`pinned`], [`poa`], [`band`], [`severity`], [`imm`], [`frontier`], [`probebw`], [`game`] |
 
 pub mod band;
@@ -27,6 +28,7 @@ pub mod pinned;
 pub mod poa;
 pub mod probebw;
 mod reach;
+mod reached;
 pub mod recovery;
 mod registry;
 mod row;
@@ -37,6 +39,7 @@ pub mod severity;
 
 pub use figure::{Figure, FigureLine};
 pub use reach::{check_overrides, experiment_reads, row_reads, OverrideError, Reads};
+pub use reached::{rows_json, rows_not_reading, unread_by};
 pub use registry::{find, Experiment, Report, ALL};
 pub use row::{Row, Verdict};
 pub use run_many::run_many;

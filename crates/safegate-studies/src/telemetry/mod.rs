@@ -29,7 +29,7 @@
 //! | `feasibility.rs` | step 5: the draft's filter at every sample inside the safe set, by cell |
 //! | `findings.rs` | the failure-mode detectors (baseline drift, stuck limit, retry storm, oscillation, heavy tail) |
 //! | `signal.rs` | helpers on a sampled series: intervals, blocks, trend, step fits, runs, spreads, autocorrelation |
-//! | `draft.rs` | the draft boundary file, and its read-back as `safegate verify --boundary` reads it |
+//! | `draft.rs` | the draft boundary file, its read-back as `safegate verify --boundary` reads it, and [`write_draft`], which never replaces a file it did not draft |
 //! | [`traces`] | generated telemetry from the seed's pool, with injected faults |
 
 mod check;
@@ -49,6 +49,7 @@ pub mod traces;
 mod write;
 
 pub use check::{check, NO_WINDOW_ADVICE};
+pub use draft::{write_draft, DraftWriteError, DRAFT_MARK};
 pub use options::{CheckError, CheckOptions};
 pub(crate) use rates::{counter_to_rate, counts_to_rate, first_above};
 pub use read::{parse, parse_as, read_input, sniff, Format, TelemetryError};
