@@ -97,3 +97,33 @@ fn postgres_flags_are_checked_and_name_themselves() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("127.0.0.1:1") && !err.contains("secret"), "{err}");
 }
+
+/// A request whose caller gives up while it waits for a pooled connection (a client
+/// timeout drops the handler's future) runs nothing later: only the transaction that held
+/// the connection commits. Fails before: the wait ran on a spawned task, so every abandoned
+/// request ran its transaction anyway, and after a deadlock the pool worked for seconds
+/// through requests nobody was waiting for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_abandoned_while_waiting_for_a_connection_runs_nothing() {
+    use safegate_live::pg::{Isolation, Pg, PgSpec};
+    use std::time::Duration;
+    let server = pg::PgServer::start();
+    let spec = PgSpec {
+        url: server.url().to_string(),
+        rows: 8,
+        hold_ms: 300.0,
+        isolation: Isolation::ReadCommitted,
+        pool: 1,
+        retries: 0,
+    };
+    let pg = Pg::connect(&spec).await.expect("connects");
+    // The first request takes the only connection and holds it for 300 ms.
+    let first = tokio::spawn(pg.clone().call());
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The second gives up after 50 ms of waiting for it.
+    assert!(tokio::time::timeout(Duration::from_millis(50), pg.clone().call()).await.is_err());
+    first.await.expect("the first request's task").expect("the first transaction commits");
+    // Long enough for a second transaction (another 300-ms hold) to have run, had it started.
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    assert_eq!(pg.hot_total().await.expect("reads the rows"), 2, "one transaction of two updates");
+}

@@ -52,6 +52,17 @@
 //! While a stall's hold keeps out home's only neighbour above, the climb's hold at home
 //! ends with the stall's (probe rounds that could only probe down do not lengthen it).
 //!
+//! All of that is the answer to a stall that is **news**. Every stall also goes into a
+//! model pooled across levels (`hazard.rs`: stalls per pair of requests in flight per
+//! second, and their length), which says what share of its time each level keeps serving
+//! and the level above which a higher limit can only lose. Once two stalls are pooled, a
+//! stall at or under that ceiling is **expected**: the model has priced it in, and the level
+//! stays (capped at the ceiling), with no halving, hold or pace. Halving on every stall
+//! walked the limit down from the best level to 2–5 on a model whose stalls come every few
+//! seconds at its best (1,489 req/s of a best fixed 1,935; with the stalls priced in,
+//! 1,934). A stall's cut never goes below the ceiling either, but the first stall after the
+//! opening still cuts to a quarter: the model has nothing pooled yet.
+//!
 //! A host that stops (a CPU-starved or paused process) looks the same from inside: the
 //! requests in service finish late together. But the controller stopped with them, so its
 //! next decision came late too: a trial whose latest decision came at least

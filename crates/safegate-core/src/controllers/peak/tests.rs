@@ -824,3 +824,46 @@ fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
         assert!(p.limit() <= 4, "limit {} at {:.2} s, 1-s pace from {now}", p.limit(), t - now);
     }
 }
+
+/// Once stalls are pooled (`hazard.rs`), a stall at a level under the model's ceiling is
+/// expected: the level stays (fails before: every stall halved it, 10 → 5); a stall above
+/// the ceiling still cuts, to no lower than the ceiling; and the climb never probes past it.
+#[test]
+fn a_priced_in_stall_keeps_its_level_and_the_climb_stays_under_the_ceiling() {
+    let now = 100.0;
+    let at = |g: u32, p: &Peak| p.grid.iter().rposition(|&x| x <= g).unwrap();
+    let mut p = pool(Actuator::InFlight);
+    p.open = None;
+    p.slow_start = false;
+    p.service_floor.note(0.004, now);
+    // 60 s at 10 in flight (45 pairs, about 1,170 pair-seconds once decayed over 30 s) and
+    // three stalls of 1 s: k ≈ 3/1,170 per pair-second, D = 1 s, so the ceiling
+    // 1/√(k·D/2) is about 28.
+    for s in 0..60 {
+        p.hazard.calm(1.0, 10.0, now - 60.0 + f64::from(s));
+    }
+    for _ in 0..3 {
+        p.hazard.stall(1.0, true, now);
+    }
+    let ceiling = p.hazard.ceiling();
+    assert!(ceiling > 25.0 && ceiling < 31.0, "ceiling {ceiling}");
+    let ten = at(10, &p);
+    p.home = ten;
+    p.target = ten;
+    // A stalled trial at 10: 2 completions in 0.1 s with 10 in flight (0.5 s each by Little).
+    p.trial = two_periods(2.0, 2.0 * 0.5, 1.0);
+    assert!(p.stalled_trial(ten, now));
+    assert_eq!(p.home(), 10, "home {} after a priced-in stall at 10", p.home());
+    assert!(p.stalled.is_none(), "a priced-in stall held its level out");
+    // The climb's top is the ceiling's grid point.
+    assert!(f64::from(p.grid[p.top()]) <= ceiling.round(), "top {} over a ceiling of {ceiling:.1}", p.grid[p.top()]);
+    // A stall far above the ceiling cuts, but not below it.
+    let high = at(100, &p);
+    p.home = high;
+    p.target = high;
+    p.recovering = false;
+    p.trial = two_periods(2.0, 2.0 * 0.5, 10.0);
+    assert!(p.stalled_trial(high, now + 1.0));
+    let (cut, from) = (f64::from(p.home()), f64::from(p.grid[high]));
+    assert!(cut < from && cut >= p.hazard.ceiling().round().min(50.0), "{from} → {cut} with a ceiling of {:.1}", p.hazard.ceiling());
+}
