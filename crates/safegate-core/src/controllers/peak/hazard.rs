@@ -135,16 +135,21 @@ impl StallHazard {
         self.stalls >= SETTLED && self.exposure > 0.0
     }
 
-    /// The level past which a higher limit can only lose over time, in requests (∞ before
-    /// any stall): on a service curve whose rate grows at most in proportion to the limit
+    /// The level past which a higher limit can only lose over time, in requests (∞ until
+    /// [`SETTLED`] stalls are pooled; from the cautious count `s − √s` of the `s` seen): on a service curve whose rate grows at most in proportion to the limit
     /// (a concave curve through the origin, as every measured one is), `rate(L)·keep(L)` is
     /// at most `L·keep(L)·rate(1)`, and `L / (1 + c·L(L−1))` with `c = k·D/2` is largest at
     /// `L = 1/√c` (its derivative is proportional to `1 − c·L²`).
     pub(super) fn ceiling(&self) -> f64 {
-        if !(self.stalls > 0.0 && self.exposure > 0.0) {
+        // Only once stalls are pooled, and from a cautious rate: `s − √s` stalls of the `s`
+        // seen (one standard deviation of a Poisson count below it). Two stalls in a second
+        // of little exposure (a CPU-starved host whose requests all ran late, taken for
+        // stalls) put the plain estimate's ceiling at 3 and held a flood's limit there.
+        if !self.settled() {
             return f64::INFINITY;
         }
-        let c = 0.5 * self.stalls / self.exposure * (self.stalled / self.stalls);
+        let cautious = self.stalls - self.stalls.sqrt();
+        let c = 0.5 * cautious / self.exposure * (self.stalled / self.stalls);
         let top = 1.0 / c.sqrt();
         if top.is_nan() {
             f64::INFINITY
