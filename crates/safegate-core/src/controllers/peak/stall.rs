@@ -60,7 +60,7 @@
 //! stays (capped at the ceiling), with no halving, hold or pace. Halving on every stall
 //! walked the limit down from the best level to 2–5 on a model whose stalls come every few
 //! seconds at its best (1,489 req/s of a best fixed 1,935; with the stalls priced in,
-//! 1,934). A stall's cut never goes below the ceiling either, but the first stall after the
+//! 1,800 with the ceiling's cautious estimate, 1,934 with the plain one). A stall's cut never goes below the ceiling either, but the first stall after the
 //! opening still cuts to a quarter: the model has nothing pooled yet.
 //!
 //! A host that stops (a CPU-starved or paused process) looks the same from inside: the

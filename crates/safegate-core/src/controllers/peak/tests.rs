@@ -537,7 +537,8 @@ fn a_hiccup_of_two_requests_does_not_end_the_opening() {
 /// down to 2–15 (1,489: stalls at the best level come every few seconds). An
 /// additive-increase, multiplicative-decrease sawtooth under random stalls does not sit at
 /// the best fixed limit (0.8 of it here). Pricing the stalls in (`hazard.rs`): 1,934,
-/// limits 11–19.
+/// limits 11–19, with the plain estimate's ceiling; 1,800, limits 9–21, with the cautious
+/// one (`s − √s` stalls).
 #[test]
 fn a_backend_that_stalls_is_held_where_stalls_are_rare() {
     let b = Backend::collapsing(0.004, 32.0);
