@@ -236,36 +236,10 @@ impl Pg {
     /// transaction later anyway: after a deadlock on PostgreSQL the pool's 64 connections
     /// worked through requests nobody was waiting for, for seconds after the limit was cut.)
     pub async fn call(self) -> Result<(), TxnFailed> {
-        let Ok(slot) = self.pool.slots.acquire().await else {
-            return Err(TxnFailed("the pool is closed: every connection to the database was lost".into()));
-        };
-        // From here to the spawn nothing awaits: the slot and the connection cannot be lost
-        // to a cancellation. The task gives the slot back (or forgets it with a lost
-        // connection).
-        slot.forget();
-        let conn = match self.pool.idle.lock() {
-            Ok(mut idle) => idle.pop().ok_or("no idle connection behind a free slot"),
-            Err(_) => Err("pool poisoned"),
-        };
-        let conn = match conn {
-            Ok(c) => c,
-            Err(why) => {
-                self.pool.slots.add_permits(1);
-                return Err(TxnFailed(why.into()));
-            }
-        };
+        let conn = self.checkout().await?;
         let task = tokio::spawn(async move {
             let out = self.transaction(&conn).await;
-            if !conn.client.is_closed() {
-                if let Ok(mut idle) = self.pool.idle.lock() {
-                    idle.push(conn);
-                }
-                self.pool.slots.add_permits(1);
-            } else if self.pool.open.fetch_sub(1, Ordering::AcqRel) == 1 {
-                // A lost connection leaves the pool smaller: its slot goes with it, and the
-                // pool closes with its last connection.
-                self.pool.slots.close();
-            }
+            self.give_back(conn);
             out
         });
         match task.await {
@@ -277,19 +251,42 @@ impl Pg {
     /// The sum of the hot rows' counters: two per committed transaction (a check of the
     /// books: what ran in the database, whoever was still waiting for it).
     pub async fn hot_total(&self) -> Result<i64, TxnFailed> {
+        let conn = self.checkout().await?;
+        let out = conn.client.query_one(&format!("SELECT coalesce(sum(v), 0)::bigint FROM {TABLE}"), &[]).await;
+        self.give_back(conn);
+        out.map(|row| row.get(0)).map_err(|e| TxnFailed(format!("reading the hot rows: {}", postgres_message(&e))))
+    }
+
+    /// A connection out of the pool, its slot taken; only the wait for the slot awaits, so
+    /// a caller dropped after it cannot lose the slot or the connection. Hand it back with
+    /// [`Pg::give_back`].
+    async fn checkout(&self) -> Result<Conn, TxnFailed> {
         let Ok(slot) = self.pool.slots.acquire().await else {
             return Err(TxnFailed("the pool is closed: every connection to the database was lost".into()));
         };
-        let conn = self.pool.idle.lock().map_err(|_| TxnFailed("pool poisoned".into()))?.pop();
-        let Some(conn) = conn else {
-            return Err(TxnFailed("no idle connection behind a free slot".into()));
+        // The slot goes back with the connection (`give_back`), not when this guard drops.
+        slot.forget();
+        let conn = match self.pool.idle.lock() {
+            Ok(mut idle) => idle.pop().ok_or("no idle connection behind a free slot"),
+            Err(_) => Err("pool poisoned"),
         };
-        let out = conn.client.query_one(&format!("SELECT coalesce(sum(v), 0)::bigint FROM {TABLE}"), &[]).await;
-        if let Ok(mut idle) = self.pool.idle.lock() {
-            idle.push(conn);
+        conn.map_err(|why| {
+            self.pool.slots.add_permits(1);
+            TxnFailed(why.into())
+        })
+    }
+
+    /// A checked-out connection back to the pool with its slot; a lost one leaves the pool
+    /// smaller (its slot goes with it), and the pool closes with its last connection.
+    fn give_back(&self, conn: Conn) {
+        if !conn.client.is_closed() {
+            if let Ok(mut idle) = self.pool.idle.lock() {
+                idle.push(conn);
+            }
+            self.pool.slots.add_permits(1);
+        } else if self.pool.open.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.pool.slots.close();
         }
-        drop(slot);
-        out.map(|row| row.get(0)).map_err(|e| TxnFailed(format!("reading the hot rows: {}", postgres_message(&e))))
     }
 
     async fn transaction(&self, c: &Conn) -> Result<(), TxnFailed> {

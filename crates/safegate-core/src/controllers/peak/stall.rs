@@ -60,8 +60,9 @@
 //! stays (capped at the ceiling), with no halving, hold or pace. Halving on every stall
 //! walked the limit down from the best level to 2–5 on a model whose stalls come every few
 //! seconds at its best (1,489 req/s of a best fixed 1,935; with the stalls priced in,
-//! 1,800 with the ceiling's cautious estimate, 1,934 with the plain one). A stall's cut never goes below the ceiling either, but the first stall after the
-//! opening still cuts to a quarter: the model has nothing pooled yet.
+//! 1,800 with the ceiling's cautious estimate, 1,934 with the plain one). A stall's cut
+//! never goes below the ceiling either, but the first stall after the opening still cuts
+//! to a quarter: the model has nothing pooled yet.
 //!
 //! A host that stops (a CPU-starved or paused process) looks the same from inside: the
 //! requests in service finish late together. But the controller stopped with them, so its
@@ -185,12 +186,13 @@ impl Peak {
             return true;
         }
         self.recovering = true;
-        if self.hazard.settled() && i <= self.hazard_top() {
+        let top = self.hazard_top();
+        if self.hazard.settled() && i <= top {
             // An expected stall: at a level the pooled stalls already price in (`hazard.rs`),
             // where the time it cost is less than a lower limit would. Cutting on every
             // such stall walked the limit down from the best level (12 → 3 on a model
             // whose best is 15); the level stays, capped at the model's best.
-            self.home = self.home.min(self.hazard_top());
+            self.home = self.home.min(top);
             self.go(self.home, self.cfg.trial_periods);
             return true;
         }
@@ -224,7 +226,8 @@ impl Peak {
         let to = if first { halved } else { self.keeping(halved, i, now) };
         // No lower than the level the pooled stalls say is best (`hazard.rs`), below the
         // one that stalled: a stall at a level that rarely stalls is not worth half of it.
-        let priced = !first && self.hazard.ceiling().is_finite();
+        // The ceiling is finite only once stalls are pooled (`StallHazard::settled`).
+        let priced = !first && self.hazard.settled();
         let to = if priced { to.max(self.hazard_top().min(i.saturating_sub(1))) } else { to };
         self.home = self.home.min(to);
     }
