@@ -13,11 +13,13 @@
 //!
 //! The pool holds `pool` connections (a realistic 64 by default); a request beyond them
 //! waits for one (FIFO). The transaction runs as its own task that owns its connection:
-//! a client that gives up (its response future dropped) does not abort it mid-statement —
-//! as with a web handler that has handed the work to its pool, the database finishes it
-//! and the connection goes back clean.
+//! a client that gives up (its response future dropped) does not abort it mid-statement
+//! (a server finishes the statement it is running), but nothing more is sent for it: the
+//! transaction is rolled back and not retried, as a handler's dropped transaction is
+//! rolled back by its driver and its retry loop goes with it. The connection goes back
+//! clean.
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -168,6 +170,30 @@ fn retryable(e: &tokio_postgres::Error) -> bool {
 #[error("{0}")]
 pub struct TxnFailed(String);
 
+/// Why one try of a transaction stopped.
+enum Step {
+    /// The database refused a statement.
+    Db(tokio_postgres::Error),
+    /// The caller gave up; nothing more is sent for it.
+    Abandoned,
+}
+
+impl From<tokio_postgres::Error> for Step {
+    fn from(e: tokio_postgres::Error) -> Self {
+        Step::Db(e)
+    }
+}
+
+/// Set when dropped: a caller's future that ends without its answer (a client timeout, a
+/// disconnect) tells its transaction's task so.
+struct Gone(Arc<AtomicBool>);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+    }
+}
+
 impl Pg {
     /// Connect the pool, (re)create the hot table with `rows` rows at zero, and prepare the
     /// update on every connection. Runs inside the run's runtime (each connection's driver
@@ -231,21 +257,32 @@ impl Pg {
     /// dropped, as a client timeout or a disconnect drops a handler's) leaves the wait and
     /// nothing of it runs later. Once it holds a connection, the transaction runs to its end
     /// on a task of its own, so that a connection never goes back to the pool inside a
-    /// transaction; like a query already sent to a server, that work is not taken back.
+    /// transaction; like a query already sent to a server, the statement running when the
+    /// caller gives up is not taken back. After it, nothing more is sent for a caller that
+    /// has gone: its transaction is rolled back and not retried (a dropped handler's
+    /// transaction is rolled back by its driver, and its retry loop is dropped with it).
     /// (Spawning the wait too, as before, made every abandoned request run its
     /// transaction later anyway: after a deadlock on PostgreSQL the pool's 64 connections
-    /// worked through requests nobody was waiting for, for seconds after the limit was cut.)
+    /// worked through requests nobody was waiting for, for seconds after the limit was cut.
+    /// Retrying for a caller that had gone did the same on a smaller scale: a request
+    /// abandoned in a deadlock waited out the deadlock timeout up to `retries` more times,
+    /// holding its row locks.)
     pub async fn call(self) -> Result<(), TxnFailed> {
         let conn = self.checkout().await?;
+        let gone = Arc::new(AtomicBool::new(false));
+        let caller = Gone(gone.clone());
         let task = tokio::spawn(async move {
-            let out = self.transaction(&conn).await;
+            let out = self.transaction(&conn, &gone).await;
             self.give_back(conn);
             out
         });
-        match task.await {
+        let out = match task.await {
             Ok(r) => r,
             Err(e) => Err(TxnFailed(format!("the transaction's task ended: {e}"))),
-        }
+        };
+        // Answered: the task has ended, so the flag the guard sets now stops nothing.
+        drop(caller);
+        out
     }
 
     /// The sum of the hot rows' counters: two per committed transaction (a check of the
@@ -289,35 +326,50 @@ impl Pg {
         }
     }
 
-    async fn transaction(&self, c: &Conn) -> Result<(), TxnFailed> {
+    /// The transaction with its retries, on `c`; stops (rolled back) at the first step
+    /// after `gone` is set.
+    async fn transaction(&self, c: &Conn, gone: &AtomicBool) -> Result<(), TxnFailed> {
         let (a, b) = self.rows();
         let mut attempt = 0;
         loop {
-            match self.attempt(c, a, b).await {
+            let failed = match self.attempt(c, a, b, gone).await {
                 Ok(()) => return Ok(()),
-                Err(e) => {
-                    // Leave the connection outside any transaction (a no-op warning if none).
-                    let _ = c.client.batch_execute("ROLLBACK").await;
-                    if !retryable(&e) {
-                        return Err(TxnFailed(format!("transaction failed: {e}")));
-                    }
-                    if attempt >= self.spec.retries {
-                        return Err(TxnFailed(format!("serialization failure after {} retries", self.spec.retries)));
-                    }
-                    attempt += 1;
-                }
+                Err(e) => e,
+            };
+            // Leave the connection outside any transaction (a no-op warning if none).
+            let _ = c.client.batch_execute("ROLLBACK").await;
+            let e = match failed {
+                Step::Abandoned => return Err(TxnFailed("abandoned by its caller; rolled back".into())),
+                Step::Db(e) => e,
+            };
+            if !retryable(&e) {
+                return Err(TxnFailed(format!("transaction failed: {e}")));
             }
+            if attempt >= self.spec.retries {
+                return Err(TxnFailed(format!("serialization failure after {} retries", self.spec.retries)));
+            }
+            if gone.load(Ordering::Acquire) {
+                return Err(TxnFailed("abandoned by its caller; not retried".into()));
+            }
+            attempt += 1;
         }
     }
 
-    async fn attempt(&self, c: &Conn, a: i32, b: i32) -> Result<(), tokio_postgres::Error> {
+    /// One try: `BEGIN`, two updates `hold` apart, `COMMIT`; before each step after the
+    /// first, [`Step::Abandoned`] if the caller has gone.
+    async fn attempt(&self, c: &Conn, a: i32, b: i32, gone: &AtomicBool) -> Result<(), Step> {
+        let on = || if gone.load(Ordering::Acquire) { Err(Step::Abandoned) } else { Ok(()) };
         c.client.batch_execute(begin(self.spec.isolation)).await?;
+        on()?;
         c.client.execute(&c.update, &[&a]).await?;
         if self.spec.hold_ms > 0.0 {
             tokio::time::sleep(Duration::from_secs_f64(self.spec.hold_ms / 1e3)).await;
         }
+        on()?;
         c.client.execute(&c.update, &[&b]).await?;
-        c.client.batch_execute("COMMIT").await
+        on()?;
+        c.client.batch_execute("COMMIT").await?;
+        Ok(())
     }
 }
 

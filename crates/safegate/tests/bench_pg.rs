@@ -127,3 +127,33 @@ async fn a_request_abandoned_while_waiting_for_a_connection_runs_nothing() {
     tokio::time::sleep(Duration::from_millis(700)).await;
     assert_eq!(pg.hot_total().await.expect("reads the rows"), 2, "one transaction of two updates");
 }
+
+/// A caller that gives up once its transaction has started: the statement running then
+/// finishes, but nothing more is sent for it; the transaction is rolled back, and a
+/// deadlock or serialization failure is not retried for nobody. Fails before: the
+/// transaction's task ran on to its commit (and its retries) whoever was waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_abandoned_inside_its_transaction_is_rolled_back() {
+    use safegate_live::pg::{Isolation, Pg, PgSpec};
+    use std::time::Duration;
+    let server = pg::PgServer::start();
+    let spec = PgSpec {
+        url: server.url().to_string(),
+        rows: 8,
+        hold_ms: 300.0,
+        isolation: Isolation::ReadCommitted,
+        pool: 2,
+        retries: 3,
+    };
+    let pg = Pg::connect(&spec).await.expect("connects");
+    // The caller gives up 50 ms into the 300-ms hold between the two updates.
+    assert!(tokio::time::timeout(Duration::from_millis(50), pg.clone().call()).await.is_err());
+    // Long enough for the hold, the second update and the commit, had they gone on.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(pg.hot_total().await.expect("reads the rows"), 0, "the first update rolled back, nothing committed");
+    // The pool is whole again: both connections serve.
+    let (x, y) = tokio::join!(pg.clone().call(), pg.clone().call());
+    x.expect("commits");
+    y.expect("commits");
+    assert_eq!(pg.hot_total().await.expect("reads the rows"), 4);
+}
