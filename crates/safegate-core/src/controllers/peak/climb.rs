@@ -41,6 +41,11 @@ impl Peak {
         // The opening's bracket (the level whose service time rose is not probed again
         // before the first round ends) and a stalled level's hold.
         let top = self.top();
+        // Regaining after a deep cut: momentum up to half the stalled level, not past it.
+        let top = match self.regain {
+            Some(r) if self.home < r => top.min(r),
+            _ => top,
+        };
         let i = if up { (self.home + stride).min(top) } else { self.home.saturating_sub(stride) };
         (i != self.home).then_some(i)
     }
@@ -148,8 +153,12 @@ impl Peak {
             // and except down a plateau: a lower level that won only on service time (the
             // same rate) is one step nearer the knee, not a slope to run down (doubling
             // there probed half the knee, at half its throughput).
-            let careful = (i > self.home && self.stalled_lately(now)) || (i < self.home && !better);
-            if i > self.home && self.stalled_lately(now) && self.pace.is_finite() {
+            // Up to half the level that stalled after a deeper cut (`regain`), the climb is
+            // neither careful nor paced: that level was served before the stall, as TCP's
+            // slow start returns to `ssthresh` after a timeout (RFC 5681).
+            let regaining = self.regain.is_some_and(|r| i <= r);
+            let careful = (i > self.home && self.stalled_lately(now) && !regaining) || (i < self.home && !better);
+            if i > self.home && self.stalled_lately(now) && !regaining && self.pace.is_finite() {
                 // Paced: the next step up waits as long as the last stall took to show (a
                 // deadlock shows after its timeout; steps every 150 ms climbed from 4 to 11
                 // in a second on PostgreSQL, past the stalls they could not see yet).
@@ -161,6 +170,11 @@ impl Peak {
             self.calm = 0;
             if !self.slow_start && !careful {
                 self.stride = (2 * self.stride).min(self.max_stride);
+            }
+            if self.regain.is_some_and(|r| i >= r) {
+                // Half the stalled level regained: careful and paced from here on.
+                self.regain = None;
+                self.stride = 1;
             }
             return self.next_probe();
         }

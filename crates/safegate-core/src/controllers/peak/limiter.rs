@@ -66,6 +66,10 @@ pub struct Peak {
     pub(super) pace: f64,
     pub(super) up_at: f64,
     pub(super) paced: bool,
+    /// After a cut deeper than half (the first stall after the opening), the grid point at
+    /// half the stalled level: up to it the climb regains with momentum and unpaced, as TCP
+    /// slow-starts back to `ssthresh` after a timeout (`stall.rs`).
+    pub(super) regain: Option<usize>,
     /// When the opening ended \[s\] (NaN while it runs, or without one): a first stall soon
     /// after it cuts deeper (`stall.rs`).
     pub(super) opened_at: f64,
@@ -133,6 +137,7 @@ impl Peak {
             pace: f64::NAN,
             up_at: f64::NEG_INFINITY,
             paced: false,
+            regain: None,
             recovering: false,
             service_floor: super::stall::ServiceFloor::new(),
             hazard: super::hazard::StallHazard::new(),

@@ -32,7 +32,11 @@
 //! of the opening's end, which says the opening, judging levels by their service time over
 //! a few round trips, climbed into a region that stalls: on PostgreSQL halving from the
 //! opening's 17 stalled again at 9, and the climb lost four seconds in a row to stalls
-//! whose in-flight transactions a lower limit cannot take back), and every level from the
+//! whose in-flight transactions a lower limit cannot take back; the climb then regains half
+//! the stalled level with momentum and unpaced, as TCP slow-starts back to `ssthresh` after
+//! a timeout (RFC 5681): that level was served before the stall, and on PostgreSQL with 128
+//! hot rows the paced climb from a quarter took seven seconds at 4 where 8–16 were best),
+//! and every level from the
 //! stalled one up is kept out of the climb, and out of the app-limited drift, for a hold:
 //! [`FIRST_HOLD`] at first, doubled (up to [`MAX_HOLD`]) when the climb stalls again at or
 //! above the level that stalled last within two holds of it; a stall lower down starts a
@@ -224,6 +228,9 @@ impl Peak {
         let half = (f64::from(self.grid[i]) * cut).ceil();
         let halved = self.grid.iter().rposition(|&g| f64::from(g) <= half).unwrap_or(0);
         let to = if first { halved } else { self.keeping(halved, i, now) };
+        // After the quarter, the climb regains half of `i` with momentum and unpaced.
+        let half_point = self.grid.iter().rposition(|&g| f64::from(g) <= (f64::from(self.grid[i]) * DECREASE).ceil());
+        self.regain = if first { half_point.filter(|&r| r > to) } else { None };
         // No lower than the level the pooled stalls say is best (`hazard.rs`), below the
         // one that stalled: a stall at a level that rarely stalls is not worth half of it.
         // The ceiling is finite only once stalls are pooled (`StallHazard::settled`).

@@ -826,6 +826,56 @@ fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
     }
 }
 
+/// After the first stall's quarter cut the climb regains half of the stalled level as TCP
+/// slow-starts back to `ssthresh` after a timeout: with momentum and unpaced; past half it
+/// is careful and paced again (fails before: one step per stall length from the quarter,
+/// 4 to 10 took seven seconds on PostgreSQL with 128 hot rows).
+#[test]
+fn after_the_first_stall_the_climb_regains_half_unpaced() {
+    let at = |g: u32, p: &Peak| p.grid.iter().position(|&x| x == g).unwrap();
+    let now = 2.0;
+    let mut p = pool(Actuator::InFlight);
+    p.open = None;
+    p.slow_start = false;
+    p.opened_at = 1.0;
+    p.service_floor.note(0.004, now);
+    // Every level from 5 up serves more than the one below it (between stalls).
+    for j in at(5, &p)..=at(21, &p) {
+        p.bins[j] = super::curve::Bin {
+            rate: 100.0 * f64::from(p.grid[j]),
+            service: 0.005,
+            samples: 8,
+            trials: 4,
+            at: now,
+            var: 1.0,
+            factor: 0.25,
+        };
+    }
+    let i = at(17, &p);
+    p.home = i;
+    p.target = i;
+    // A stalled trial at 17: 2 completions in 0.1 s with 17 in flight.
+    p.trial = two_periods(2.0, 1.0, 1.7);
+    assert!(p.stalled_trial(i, now));
+    assert_eq!(p.home(), 5, "17 → {} on the first stall after the opening", p.home());
+    // A stall that took a second to show.
+    p.pace = 1.0;
+    p.up_at = now + 0.2;
+    let mut t = now;
+    let mut regained = f64::NAN;
+    while t < now + 1.4 {
+        t += 0.1;
+        let g = f64::from(p.limit());
+        p.trial = two_periods(10.0 * g, 10.0 * g * 0.005, 0.1 * g);
+        p.finish_trial(t);
+        if p.home() >= 9 && regained.is_nan() {
+            regained = t;
+        }
+        assert!(p.limit() <= 10, "limit {} at {:.1} s: past half and a step", p.limit(), t - now);
+    }
+    assert!(regained <= now + 1.0, "9 regained at {:.1} s after the stall", regained - now);
+}
+
 /// Once stalls are pooled (`hazard.rs`), a stall at a level under the model's ceiling is
 /// expected: the level stays (fails before: every stall halved it, 10 → 5); a stall above
 /// the ceiling still cuts, to no lower than the ceiling; and the climb never probes past it.
