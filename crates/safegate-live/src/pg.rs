@@ -19,11 +19,11 @@
 //! rolled back by its driver and its retry loop goes with it. The connection goes back
 //! clean.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{oneshot, Semaphore};
 use tokio_postgres::error::SqlState;
 use tokio_postgres::{Client, NoTls, Statement};
 
@@ -184,13 +184,12 @@ impl From<tokio_postgres::Error> for Step {
     }
 }
 
-/// Set when dropped: a caller's future that ends without its answer (a client timeout, a
-/// disconnect) tells its transaction's task so.
-struct Gone(Arc<AtomicBool>);
-
-impl Drop for Gone {
-    fn drop(&mut self) {
-        self.0.store(true, Ordering::Release);
+/// `Err(Step::Abandoned)` once the caller's end of `gone` was dropped (its future ended
+/// without its answer: a client timeout, a disconnect).
+fn left(gone: &mut oneshot::Receiver<()>) -> Result<(), Step> {
+    match gone.try_recv() {
+        Err(oneshot::error::TryRecvError::Closed) => Err(Step::Abandoned),
+        _ => Ok(()),
     }
 }
 
@@ -269,20 +268,19 @@ impl Pg {
     /// holding its row locks.)
     pub async fn call(self) -> Result<(), TxnFailed> {
         let conn = self.checkout().await?;
-        let gone = Arc::new(AtomicBool::new(false));
-        let caller = Gone(gone.clone());
+        // The caller's end of a channel nothing is sent on: it is dropped with the caller's
+        // future, which wakes the task (out of a hold, too) and tells it so; dropped when
+        // the answer is in, it stops nothing.
+        let (_caller, mut gone) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            let out = self.transaction(&conn, &gone).await;
+            let out = self.transaction(&conn, &mut gone).await;
             self.give_back(conn);
             out
         });
-        let out = match task.await {
+        match task.await {
             Ok(r) => r,
             Err(e) => Err(TxnFailed(format!("the transaction's task ended: {e}"))),
-        };
-        // Answered: the task has ended, so the flag the guard sets now stops nothing.
-        drop(caller);
-        out
+        }
     }
 
     /// The sum of the hot rows' counters: two per committed transaction (a check of the
@@ -327,8 +325,8 @@ impl Pg {
     }
 
     /// The transaction with its retries, on `c`; stops (rolled back) at the first step
-    /// after `gone` is set.
-    async fn transaction(&self, c: &Conn, gone: &AtomicBool) -> Result<(), TxnFailed> {
+    /// after the caller has gone.
+    async fn transaction(&self, c: &Conn, gone: &mut oneshot::Receiver<()>) -> Result<(), TxnFailed> {
         let (a, b) = self.rows();
         let mut attempt = 0;
         loop {
@@ -348,26 +346,31 @@ impl Pg {
             if attempt >= self.spec.retries {
                 return Err(TxnFailed(format!("serialization failure after {} retries", self.spec.retries)));
             }
-            if gone.load(Ordering::Acquire) {
+            if left(gone).is_err() {
                 return Err(TxnFailed("abandoned by its caller; not retried".into()));
             }
             attempt += 1;
         }
     }
 
-    /// One try: `BEGIN`, two updates `hold` apart, `COMMIT`; before each step after the
-    /// first, [`Step::Abandoned`] if the caller has gone.
-    async fn attempt(&self, c: &Conn, a: i32, b: i32, gone: &AtomicBool) -> Result<(), Step> {
-        let on = || if gone.load(Ordering::Acquire) { Err(Step::Abandoned) } else { Ok(()) };
+    /// One try: `BEGIN`, two updates `hold` apart, `COMMIT`; [`Step::Abandoned`] before
+    /// any step, or during the hold, once the caller has gone.
+    async fn attempt(&self, c: &Conn, a: i32, b: i32, gone: &mut oneshot::Receiver<()>) -> Result<(), Step> {
+        left(gone)?;
         c.client.batch_execute(begin(self.spec.isolation)).await?;
-        on()?;
+        left(gone)?;
         c.client.execute(&c.update, &[&a]).await?;
         if self.spec.hold_ms > 0.0 {
-            tokio::time::sleep(Duration::from_secs_f64(self.spec.hold_ms / 1e3)).await;
+            // The application's work between the statements: a handler dropped during it
+            // stops it.
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs_f64(self.spec.hold_ms / 1e3)) => {}
+                _ = &mut *gone => return Err(Step::Abandoned),
+            }
         }
-        on()?;
+        left(gone)?;
         c.client.execute(&c.update, &[&b]).await?;
-        on()?;
+        left(gone)?;
         c.client.batch_execute("COMMIT").await?;
         Ok(())
     }

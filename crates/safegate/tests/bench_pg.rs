@@ -129,13 +129,16 @@ async fn a_request_abandoned_while_waiting_for_a_connection_runs_nothing() {
 }
 
 /// A caller that gives up once its transaction has started: the statement running then
-/// finishes, but nothing more is sent for it; the transaction is rolled back, and a
-/// deadlock or serialization failure is not retried for nobody. Fails before: the
-/// transaction's task ran on to its commit (and its retries) whoever was waiting.
+/// finishes, but nothing more is sent for it, and the application's work between the
+/// statements (the hold) stops at once: the transaction is rolled back, its connection is
+/// back in the pool, and a deadlock or serialization failure is not retried for nobody.
+/// Fails before: the transaction's task ran on to its commit and its retries whoever was
+/// waiting, holding its connection (the two calls after it took 555 ms); with only a flag
+/// read after the hold, it kept its lock and connection for the rest of the hold (571 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_abandoned_inside_its_transaction_is_rolled_back() {
     use safegate_live::pg::{Isolation, Pg, PgSpec};
-    use std::time::Duration;
+    use std::time::{Duration, Instant};
     let server = pg::PgServer::start();
     let spec = PgSpec {
         url: server.url().to_string(),
@@ -148,12 +151,14 @@ async fn a_request_abandoned_inside_its_transaction_is_rolled_back() {
     let pg = Pg::connect(&spec).await.expect("connects");
     // The caller gives up 50 ms into the 300-ms hold between the two updates.
     assert!(tokio::time::timeout(Duration::from_millis(50), pg.clone().call()).await.is_err());
-    // Long enough for the hold, the second update and the commit, had they gone on.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    assert_eq!(pg.hot_total().await.expect("reads the rows"), 0, "the first update rolled back, nothing committed");
-    // The pool is whole again: both connections serve.
+    // At once, two calls on the pool of two (on rows no other holds): both connections must
+    // serve side by side, about one hold in all; had the abandoned transaction kept its
+    // connection for the rest of its hold, the second would wait 250 ms for it.
+    let start = Instant::now();
     let (x, y) = tokio::join!(pg.clone().call(), pg.clone().call());
+    let took = start.elapsed();
     x.expect("commits");
     y.expect("commits");
-    assert_eq!(pg.hot_total().await.expect("reads the rows"), 4);
+    assert!(took < Duration::from_millis(500), "two calls on a pool of two took {took:?}");
+    assert_eq!(pg.hot_total().await.expect("reads the rows"), 4, "two commits; the abandoned one rolled back");
 }

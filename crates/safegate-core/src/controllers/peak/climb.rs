@@ -172,9 +172,14 @@ impl Peak {
                 self.stride = (2 * self.stride).min(self.max_stride);
             }
             if self.regain.is_some_and(|r| i >= r) {
-                // Half the stalled level regained: careful and paced from here on.
+                // Half the stalled level regained: careful and paced from here on, starting
+                // with the next step up.
                 self.regain = None;
                 self.stride = 1;
+                if self.stalled_lately(now) && self.pace.is_finite() {
+                    self.up_at = now + self.pace;
+                    self.paced = true;
+                }
             }
             return self.next_probe();
         }

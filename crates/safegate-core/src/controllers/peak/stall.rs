@@ -293,5 +293,10 @@ impl Peak {
             self.stalled = None;
         }
         self.paced = self.stalled_lately(now) && now < self.up_at;
+        // The regain ends at half the stalled level, however home got there (an app-limited
+        // drift too), and with the stall's memory.
+        if self.regain.is_some_and(|r| self.home >= r) || !self.stalled_lately(now) {
+            self.regain = None;
+        }
     }
 }

@@ -858,12 +858,12 @@ fn after_the_first_stall_the_climb_regains_half_unpaced() {
     p.trial = two_periods(2.0, 1.0, 1.7);
     assert!(p.stalled_trial(i, now));
     assert_eq!(p.home(), 5, "17 → {} on the first stall after the opening", p.home());
-    // A stall that took a second to show.
+    // A stall that took a second to show: nothing goes up before a second has passed.
     p.pace = 1.0;
-    p.up_at = now + 0.2;
+    p.up_at = now + p.pace;
     let mut t = now;
     let mut regained = f64::NAN;
-    while t < now + 1.4 {
+    while t < now + 2.2 {
         t += 0.1;
         let g = f64::from(p.limit());
         p.trial = two_periods(10.0 * g, 10.0 * g * 0.005, 0.1 * g);
@@ -871,9 +871,11 @@ fn after_the_first_stall_the_climb_regains_half_unpaced() {
         if p.home() >= 9 && regained.is_nan() {
             regained = t;
         }
-        assert!(p.limit() <= 10, "limit {} at {:.1} s: past half and a step", p.limit(), t - now);
+        // Past half, paced again: the next step up waits a stall length.
+        assert!(p.limit() <= 9, "limit {} at {:.1} s: past half within a stall length", p.limit(), t - now);
     }
-    assert!(regained <= now + 1.0, "9 regained at {:.1} s after the stall", regained - now);
+    assert!(regained <= now + 1.6, "9 regained at {:.1} s after the stall", regained - now);
+    assert!(p.regain.is_none(), "the regain did not end at half");
 }
 
 /// Once stalls are pooled (`hazard.rs`), a stall at a level under the model's ceiling is
