@@ -98,6 +98,23 @@ fn postgres_flags_are_checked_and_name_themselves() {
     assert!(err.contains("127.0.0.1:1") && !err.contains("secret"), "{err}");
 }
 
+/// Its own server and a pool of `pool` connections whose read-committed transactions on 8
+/// hot rows hold 300 ms between their updates (the cancellation tests' backend).
+async fn holding_300_ms(pool: usize, retries: u32) -> (pg::PgServer, safegate_live::pg::Pg) {
+    use safegate_live::pg::{Isolation, Pg, PgSpec};
+    let server = pg::PgServer::start();
+    let spec = PgSpec {
+        url: server.url().to_string(),
+        rows: 8,
+        hold_ms: 300.0,
+        isolation: Isolation::ReadCommitted,
+        pool,
+        retries,
+    };
+    let pg = Pg::connect(&spec).await.expect("connects");
+    (server, pg)
+}
+
 /// A request whose caller gives up while it waits for a pooled connection (a client
 /// timeout drops the handler's future) runs nothing later: only the transaction that held
 /// the connection commits. Fails before: the wait ran on a spawned task, so every abandoned
@@ -105,18 +122,8 @@ fn postgres_flags_are_checked_and_name_themselves() {
 /// through requests nobody was waiting for.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_abandoned_while_waiting_for_a_connection_runs_nothing() {
-    use safegate_live::pg::{Isolation, Pg, PgSpec};
     use std::time::Duration;
-    let server = pg::PgServer::start();
-    let spec = PgSpec {
-        url: server.url().to_string(),
-        rows: 8,
-        hold_ms: 300.0,
-        isolation: Isolation::ReadCommitted,
-        pool: 1,
-        retries: 0,
-    };
-    let pg = Pg::connect(&spec).await.expect("connects");
+    let (_server, pg) = holding_300_ms(1, 0).await;
     // The first request takes the only connection and holds it for 300 ms.
     let first = tokio::spawn(pg.clone().call());
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -137,18 +144,8 @@ async fn a_request_abandoned_while_waiting_for_a_connection_runs_nothing() {
 /// read after the hold, it kept its lock and connection for the rest of the hold (571 ms).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_request_abandoned_inside_its_transaction_is_rolled_back() {
-    use safegate_live::pg::{Isolation, Pg, PgSpec};
     use std::time::{Duration, Instant};
-    let server = pg::PgServer::start();
-    let spec = PgSpec {
-        url: server.url().to_string(),
-        rows: 8,
-        hold_ms: 300.0,
-        isolation: Isolation::ReadCommitted,
-        pool: 2,
-        retries: 3,
-    };
-    let pg = Pg::connect(&spec).await.expect("connects");
+    let (_server, pg) = holding_300_ms(2, 3).await;
     // The caller gives up 50 ms into the 300-ms hold between the two updates.
     assert!(tokio::time::timeout(Duration::from_millis(50), pg.clone().call()).await.is_err());
     // At once, two calls on the pool of two (on rows no other holds): both connections must
