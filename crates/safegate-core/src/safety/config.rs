@@ -97,7 +97,9 @@ impl SafetyConfig {
 /// ([`ServiceCurve`](crate::estimators::ServiceCurve)) from the completions of periods in
 /// which the busy count did not change. When a constraint binds the nominal admission (or
 /// none is feasible), it also tries every cap `n = 1..=P` whose curve bin is trusted: with
-/// the predicted service `μ̂(min(n, q), H)` in the drift, the closest action is the `(u, n)`
+/// the next period's service predicted at cap `n` in the drift (the settled `μ̂(min(n, q), H)`
+/// reached as fast as jobs in service finish: a cap is not preemption; docs/math.md §The
+/// concurrency cap), the closest action is the `(u, n)`
 /// minimising `(u_nom − u)² + w·(n − n_nom)²` subject to the constraints (the filter's QP
 /// over a discrete second input, solved by enumeration). On the seed's pool the curve peaks
 /// at `n = C`: capping there can double the service rate, which is what lets a pinned pool
@@ -116,8 +118,9 @@ pub struct ConcurrencyInput {
     /// EWMA weight of the curve's bins, `(0, 1]` (0.02).
     pub alpha: f64,
     /// The contention knee `C` of the declared service-curve shape `n·min(1, (C/n)²)` (the
-    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n_now)`,
-    /// the measured service rate scaled along the declared curve. `None`: learned bins only
+    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n̄)`,
+    /// the measured service rate scaled along the declared curve from `n̄`, the busy count
+    /// averaged as `ŝ` is. `None`: learned bins only
     /// (a pool that never leaves one busy count then never learns another).
     pub knee: Option<f64>,
 }

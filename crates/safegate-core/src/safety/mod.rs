@@ -32,6 +32,28 @@ use config::shape;
 /// pushed (see `decide_now`).
 pub const GAP_PERIODS: f64 = 2.0;
 
+/// A period whose completions fall more than this many Poisson standard deviations below
+/// `ŝ·Δt` is a stall: the next decision takes the period's own rate for the service
+/// (docs/math.md §State estimates). At 3, a Poisson stream at a steady `ŝ` trips it in
+/// about one period in a thousand.
+pub const STALL_Z: f64 = 3.0;
+
+/// Whether `done` completions in a period where `ŝ·Δt = expected` were due is a stall:
+/// `done < expected − z·√expected` ([`STALL_Z`]), judged only where that bound is above 0
+/// (`expected > z²`: fewer expected completions say nothing either way).
+///
+/// This is a one-sided test of the regime in which completions go on at `ŝ` against one in
+/// which they stopped: the essay's regime switching (its Definition 2), decided on one
+/// period's count because a stalled dependency fills the queue within a few periods. The
+/// rate estimate `ŝ` (an EWMA with time constant `rate_tau`) follows a stall only over
+/// `rate_tau`: on PostgreSQL, where a deadlock holds every transaction queued behind its
+/// locks until `deadlock_timeout` (1 s), the backlog went from 25 to 200 in 0.2 s while
+/// the drift still said the pool cleared 800 jobs/s (BENCHMARKS.md, issue 30).
+#[inline]
+pub fn stalled(done: f64, expected: f64) -> bool {
+    expected > STALL_Z * STALL_Z && done < expected - STALL_Z * expected.sqrt()
+}
+
 /// A nominal controller wrapped by the safety filter.
 ///
 /// # Examples
@@ -85,6 +107,10 @@ pub struct SafetyFilter<N> {
     /// Busy executors and completions at the previous decision.
     last_busy: f64,
     last_completed: f64,
+    /// Completions at the previous decision, for the stall test (kept with or without a curve).
+    last_done: f64,
+    /// The busy count averaged over `rate_tau` as `ŝ` is: the count `ŝ` was measured at.
+    busy_avg: f64,
 }
 
 impl<N: Policy> SafetyFilter<N> {
@@ -116,6 +142,8 @@ impl<N: Policy> SafetyFilter<N> {
             }),
             last_busy: f64::NAN,
             last_completed: f64::NAN,
+            last_done: f64::NAN,
+            busy_avg: f64::NAN,
             inv_dt: 1.0 / cfg.dt,
             cfg,
         })
@@ -169,13 +197,16 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_completed = obs.completed;
     }
 
-    /// Predicted service rate with the cap at `n`: the learned bin for `min(n, ⌈q⌉)` once
-    /// trusted, else the measured rate scaled along the declared shape (if a knee is set).
+    /// Predicted service rate with the cap at `n` once the pool has settled there: the
+    /// learned bin for `min(n, ⌈q⌉)` once trusted, else `ŝ` scaled along the declared shape
+    /// (if a knee is set) from `busy_avg`, the busy count averaged as `ŝ` is. Scaling from
+    /// the busy count of this instant instead paired a rate measured at a few busy with a
+    /// count that had just risen to all of them: on PostgreSQL it predicted a cap at the
+    /// knee would clear ten times `ŝ` while a deadlock held every executor.
     fn predict_service(
         &self,
         n: u32,
         queue: f64,
-        busy_now: f64,
         s_hat: f64,
         health: Option<f64>,
         ci: &ConcurrencyInput,
@@ -186,17 +217,57 @@ impl<N: Policy> SafetyFilter<N> {
             return curve.predict(busy, health);
         }
         match ci.knee {
-            Some(c) if busy_now >= 1.0 => Some(s_hat * shape(busy as f64, c) / shape(busy_now, c)),
+            Some(c) if self.busy_avg >= 1.0 => Some(s_hat * shape(busy as f64, c) / shape(self.busy_avg, c)),
             _ => None,
         }
     }
 
+    /// The service rate of the next period with the cap at `n`, for the filter's one-step
+    /// constraint, when the pool now clears `s_now` with `busy_now` busy, and `μ̂(n)` is
+    /// [`Self::predict_service`]'s rate once settled at `n`:
+    /// - a cap above the busy count lets `min(n, ⌈q⌉) − busy_now` more start at once, which
+    ///   adds what the curve says they add: `s_now + μ̂(n) − μ̂(busy_now)`;
+    /// - a cap below it is not preemption: the jobs in service run on, and the cap takes
+    ///   effect as they finish. About `s_now·dt` of the `busy_now` finish within the period,
+    ///   so the period moves that share of the way, `s_now + f·(μ̂(n) − s_now)` with
+    ///   `f = min(1, s_now·dt/busy_now)`. The seed's pool (about 100 ms a job, 50-ms
+    ///   periods) gets about half the settled gain within the period; a stalled one (`s_now` near 0: a deadlock holding every executor)
+    ///   gets nothing from a cap it cannot yet apply, where the settled rate alone let the
+    ///   filter admit at full rate into a stalled PostgreSQL pool;
+    /// - with no busy count known, the settled rate.
+    #[allow(clippy::too_many_arguments)]
+    fn next_service(
+        &self,
+        n: u32,
+        queue: f64,
+        busy_now: f64,
+        s_now: f64,
+        s_hat: f64,
+        health: Option<f64>,
+        ci: &ConcurrencyInput,
+    ) -> Option<f64> {
+        let settled = self.predict_service(n, queue, s_hat, health, ci)?;
+        if !(busy_now >= 1.0) || !(busy_now <= f64::MAX) {
+            return Some(settled);
+        }
+        let busy_next = (n as f64).min(queue.ceil());
+        if busy_next >= busy_now {
+            match self.predict_service(busy_now.round() as u32, queue, s_hat, health, ci) {
+                Some(now) => Some((s_now + settled - now).max(0.0)),
+                None => Some(settled),
+            }
+        } else {
+            let turnover = (s_now * self.cfg.dt / busy_now).clamp(0.0, 1.0);
+            Some(s_now + turnover * (settled - s_now))
+        }
+    }
+
     /// The cap with the fastest predicted service (the backup's choice), if any is known.
-    fn fastest_cap(&self, queue: f64, busy_now: f64, s_hat: f64, health: Option<f64>) -> Option<u32> {
+    fn fastest_cap(&self, queue: f64, s_hat: f64, health: Option<f64>) -> Option<u32> {
         let ci = self.cfg.concurrency?;
         let mut best: Option<(u32, f64)> = None;
         for n in 1..=ci.executors {
-            if let Some(mu) = self.predict_service(n, queue, busy_now, s_hat, health, &ci) {
+            if let Some(mu) = self.predict_service(n, queue, s_hat, health, &ci) {
                 if best.is_none_or(|(_, b)| mu > b + 1e-9) {
                     best = Some((n, mu));
                 }
@@ -212,6 +283,7 @@ impl<N: Policy> SafetyFilter<N> {
         &self,
         state: &FilterState,
         busy_now: f64,
+        s_now: f64,
         s_hat: f64,
         health: Option<f64>,
         nominal: f64,
@@ -229,8 +301,8 @@ impl<N: Policy> SafetyFilter<N> {
             if n == n_nom {
                 continue;
             }
-            let Some(mu) = self.predict_service(n, state.queue, busy_now, s_hat, health, ci) else { continue };
-            let x = FilterState { drift: state.drift + s_hat - mu, ..*state };
+            let Some(mu) = self.next_service(n, state.queue, busy_now, s_now, s_hat, health, ci) else { continue };
+            let x = FilterState { drift: state.drift + s_now - mu, ..*state };
             let d = self.filter.decide(&x, nominal, lambda);
             let c = cost(&d, n);
             if c < best.0 {
@@ -244,6 +316,7 @@ impl<N: Policy> SafetyFilter<N> {
         self.learn_curve(obs);
         let dt = self.cfg.dt;
         let q = if crate::finite(obs.queue) { obs.queue.max(0.0) } else { self.cfg.barrier.boundary() };
+        let s_before = self.completed.get().max(0.0);
         let s_hat = self.completed.update(obs.now, obs.completed).max(0.0);
         // The offered and retry rates are estimated only when the actuator does not know
         // them / when retries happen: the common case costs nothing.
@@ -258,8 +331,22 @@ impl<N: Policy> SafetyFilter<N> {
             0.0
         };
 
+        // The service rate of the next period: `ŝ`, unless the period that just ended was a
+        // stall (see [`stalled`]), whose own rate then stands for it.
+        let mut s_now = s_hat;
         if let Some(t0) = self.last_t {
             let step = obs.now - t0;
+            if step > 0.0 && step <= GAP_PERIODS * dt {
+                let done = obs.completed - self.last_done;
+                if done >= 0.0 && stalled(done, s_before * step) {
+                    s_now = done / step;
+                    self.stats.stalls += 1;
+                }
+                let w = 1.0 - (-step / self.cfg.rate_tau).exp();
+                if crate::finite(obs.in_service) {
+                    self.busy_avg += w * (obs.in_service.max(0.0) - self.busy_avg);
+                }
+            }
             // The prediction is one period's: after a gap of more than two periods without a
             // decision (an actuator that decides only when requests come, as the tower layer
             // does, after an idle spell) the linear prediction over the gap has nothing to
@@ -273,9 +360,15 @@ impl<N: Policy> SafetyFilter<N> {
                 }
             }
         }
+        if crate::finite(obs.completed) {
+            self.last_done = obs.completed;
+        }
+        if !crate::finite(self.busy_avg) && crate::finite(obs.in_service) {
+            self.busy_avg = obs.in_service.max(0.0);
+        }
         // Expected completions and retries; a positive mean surprise is drift we missed.
         let bias = self.surprise.mean().max(0.0) * self.inv_dt;
-        let drift = r_hat - s_hat + bias;
+        let drift = r_hat - s_now + bias;
         let var = self.surprise.variance();
         // docs/math.md §Noise. Measured: the variance of the net change per period (about
         // its own mean, so neither the drift nor the rate estimates' lag enters it) once
@@ -319,6 +412,7 @@ impl<N: Policy> SafetyFilter<N> {
                 if let Some((d1, n)) = self.best_cap(
                     &state,
                     obs.in_service,
+                    s_now,
                     s_hat,
                     obs.health,
                     nominal_admit * lambda,
@@ -348,7 +442,7 @@ impl<N: Policy> SafetyFilter<N> {
             action.admit = 0.0;
             // With the cap as a second input, the backup also caps where the pool is
             // predicted to clear fastest.
-            if let Some(n) = self.fastest_cap(q, obs.in_service, s_hat, obs.health) {
+            if let Some(n) = self.fastest_cap(q, s_hat, obs.health) {
                 action.concurrency = Some(n);
             }
             if let BackupPolicy::RejectAllShedRetries { concurrency } = self.cfg.backup.policy {

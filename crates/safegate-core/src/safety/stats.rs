@@ -78,6 +78,9 @@ pub struct FilterStats {
     pub bound_by: BoundBy,
     /// Decisions where the filter moved the concurrency cap away from the nominal one.
     pub cap_changes: u64,
+    /// Decisions taken on a stalled period's own service rate instead of `ŝ` (its
+    /// completions were too few to be the Poisson count at `ŝ`: docs/math.md §State estimates).
+    pub stalls: u64,
 }
 
 impl FilterStats {
