@@ -5,8 +5,10 @@
 //! 1. updates its estimates from the observation's counters: offered rate λ̂, completion
 //!    rate ŝ, retry rate r̂ (exponentially weighted), and the windowed mean and variance of
 //!    the one-step queue surprise `e = q − (q₋ + dt·(u₋ + d̄₋))`;
-//! 2. forms the state: drift `d̄ = r̂ − ŝ + max(0, ē)/dt` (a persistent positive surprise, such
-//!    as service falling faster than ŝ follows, is added to the drift), `σ_q² = max(Var e,
+//! 2. forms the state: drift `d̄ = r̂ − s_now + max(0, ē)/dt` (a persistent positive surprise,
+//!    such as service falling faster than ŝ follows, is added to the drift; `s_now` is ŝ
+//!    unless the period that just ended was a stall, [`stalled`], and with the cap as a
+//!    second input it is the next period's service at the nominal's cap), `σ_q² = max(Var e,
 //!    (λ̂ + ŝ + r̂)·dt)` and `σ₀² = max(Var e − u₋·dt, (ŝ + r̂)·dt)` (the Poisson variance
 //!    of a step is the prior: the seed's "bootstrapping the boundary before any telemetry");
 //! 3. asks the nominal controller for its action, and filters its admitted rate;
@@ -277,13 +279,16 @@ impl<N: Policy> SafetyFilter<N> {
     }
 
     /// The filter's QP over (admitted rate, concurrency cap), by enumeration of the caps
-    /// whose service the curve predicts (see [`ConcurrencyInput`]).
+    /// whose service the curve predicts (see [`ConcurrencyInput`]): `state.drift` holds the
+    /// nominal cap's service `s_nom`, swapped for each cap's [`Self::next_service`] from the
+    /// pool's rate now, `s_now`. Returns the decision, its cap and its drift.
     #[allow(clippy::too_many_arguments)]
     fn best_cap(
         &self,
         state: &FilterState,
         busy_now: f64,
         s_now: f64,
+        s_nom: f64,
         s_hat: f64,
         health: Option<f64>,
         nominal: f64,
@@ -291,22 +296,22 @@ impl<N: Policy> SafetyFilter<N> {
         n_nom: u32,
         d0: Decision,
         ci: &ConcurrencyInput,
-    ) -> Option<(Decision, u32)> {
+    ) -> Option<(Decision, u32, f64)> {
         let cost = |d: &Decision, n: u32| {
             let gap = d.nominal - d.admit_rate;
             gap * gap + ci.weight * (n as f64 - n_nom as f64).powi(2) + if d.feasible { 0.0 } else { 1e18 }
         };
-        let mut best: (f64, Option<(Decision, u32)>) = (cost(&d0, n_nom), None);
+        let mut best: (f64, Option<(Decision, u32, f64)>) = (cost(&d0, n_nom), None);
         for n in 1..=ci.executors {
             if n == n_nom {
                 continue;
             }
             let Some(mu) = self.next_service(n, state.queue, busy_now, s_now, s_hat, health, ci) else { continue };
-            let x = FilterState { drift: state.drift + s_now - mu, ..*state };
+            let x = FilterState { drift: state.drift + s_nom - mu, ..*state };
             let d = self.filter.decide(&x, nominal, lambda);
             let c = cost(&d, n);
             if c < best.0 {
-                best = (c, Some((d, n)));
+                best = (c, Some((d, n, x.drift)));
             }
         }
         best.1
@@ -393,6 +398,22 @@ impl<N: Policy> SafetyFilter<N> {
         };
         self.filter.set_backup_depth(implicit_safe_depth_constant(backup_drift, self.cfg.barrier.boundary(), horizon));
 
+        let nominal_action = self.nominal.decide(obs);
+        let nominal_admit = if nominal_action.admit.is_nan() { 0.0 } else { nominal_action.admit.clamp(0.0, 1.0) };
+        // With the cap as a second input, the nominal's cap is part of its proposal and is
+        // judged by what it does to the next period's service: lifting a cap over a
+        // backlog lets it all start at once, which past the knee clears less, not more
+        // (on PostgreSQL, 60 waiting jobs let onto 64 executors by a nominal without a cap
+        // stalled the pool and crossed the line).
+        let n_nom =
+            self.cfg.concurrency.map(|ci| nominal_action.concurrency.map_or(ci.executors, |c| c.min(ci.executors)));
+        let s_nom = match (self.cfg.concurrency, n_nom) {
+            (Some(ci), Some(n)) => {
+                self.next_service(n, q, obs.in_service, s_now, s_hat, obs.health, &ci).unwrap_or(s_now)
+            }
+            _ => s_now,
+        };
+        let mut drift = drift + s_now - s_nom;
         let state = FilterState {
             queue: q,
             dt,
@@ -402,17 +423,15 @@ impl<N: Policy> SafetyFilter<N> {
             prev_admit: self.last_admit_rate,
             prev_drift: self.last_drift,
         };
-        let nominal_action = self.nominal.decide(obs);
-        let nominal_admit = if nominal_action.admit.is_nan() { 0.0 } else { nominal_action.admit.clamp(0.0, 1.0) };
         let mut d = self.filter.decide(&state, nominal_admit * lambda, lambda);
         let mut cap = nominal_action.concurrency;
-        if let Some(ci) = self.cfg.concurrency {
+        if let (Some(ci), Some(n_nom)) = (self.cfg.concurrency, n_nom) {
             if d.bound_by.is_some() || !d.feasible {
-                let n_nom = nominal_action.concurrency.map_or(ci.executors, |c| c.min(ci.executors));
-                if let Some((d1, n)) = self.best_cap(
+                if let Some((d1, n, drift_n)) = self.best_cap(
                     &state,
                     obs.in_service,
                     s_now,
+                    s_nom,
                     s_hat,
                     obs.health,
                     nominal_admit * lambda,
@@ -423,6 +442,7 @@ impl<N: Policy> SafetyFilter<N> {
                 ) {
                     d = d1;
                     cap = Some(n);
+                    drift = drift_n;
                     self.stats.cap_changes += 1;
                 }
             }

@@ -335,3 +335,27 @@ fn a_cap_below_the_busy_count_clears_nothing_in_a_stall() {
     assert!(seen[1..].iter().all(|s| s.1 < 0.2), "{seen:?}");
     assert!(q < 140.0, "{seen:?}");
 }
+
+/// A nominal that sets no cap over a pool the filter has held at its knee (5 of 64 busy,
+/// 400 jobs/s, 55 waiting, 1,000 offered): lifting the cap lets all 55 start at once, which
+/// past the knee clears a tenth as much. The nominal's cap is part of its proposal and is
+/// judged by that: the filter keeps a cap near the knee. Before, the nominal's cap was taken to
+/// change nothing, the cap was lifted, and the 60 transactions at once stalled PostgreSQL.
+#[test]
+fn lifting_a_cap_over_a_backlog_is_judged_by_what_it_does() {
+    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(5.6), ..ConcurrencyInput::default() });
+    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let (mut t, mut done) = (0.0, 0.0);
+    let mut a = Action::OPEN;
+    for _ in 0..60 {
+        let mut o = obs(t, 60.0);
+        o.offered_rate = 1000.0;
+        o.completed = done;
+        o.in_service = 5.0;
+        a = f.decide(&o);
+        t += 0.05;
+        done += 400.0 * 0.05;
+    }
+    assert!(matches!(a.concurrency, Some(n) if n <= 6), "{a:?}");
+}
