@@ -127,7 +127,11 @@ fn under_the_health_cycle_the_price_needs_each_gates_filter() {
         eprintln!("  seed-80-pool {:.1} req/s J {:.3} mean q {:.1}", pool.goodput, pool.jain, pool.gates[0].queue_mean);
         assert!(pool.gates.iter().all(|g| g.time_above == 0.0), "{:?}", pool.gates);
         assert!(pool.goodput > 2.0 * bare.goodput, "{} vs {}", pool.goodput, bare.goodput);
-        assert!(pool.jain > 0.99);
+        // Fair between the two gates (their delays differ). Measured: J 1.000 at 61.4 req/s
+        // while the filter took the nominal's cap to change nothing; 0.979 at 77.5 req/s since
+        // it judges the nominal's cap by the service it gives (the gates' caps now differ
+        // over a dip as their stale views of the dependency do).
+        assert!(pool.jain > 0.95, "J {:.3}", pool.jain);
     }
 }
 
