@@ -141,6 +141,7 @@ impl<C> Builder<C> {
             },
             published: Padded(Published {
                 next_decision_ns: AtomicU64::new(0),
+                interval_ns: AtomicU64::new((period * 1e9) as u64),
                 sample_mask: AtomicU64::new(0),
                 limit: AtomicU32::new(limit_cap),
                 shed_reason: AtomicU8::new(0),

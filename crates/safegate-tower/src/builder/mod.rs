@@ -220,7 +220,8 @@ impl<C> Builder<C> {
     /// Time at most one request in `k` (a power of two in `[1, 1024]`, default 256): only
     /// timed requests read the clock (at arrival and departure) and may run the decision
     /// step. The layer times every request while traffic is light and thins out as it
-    /// grows, keeping about 16 timed requests per decision period, so that the step runs
+    /// grows, keeping about 16 timed requests per decision interval (the period, or the
+    /// shorter one the controller asks for, as `peak`'s opening does), so that the step runs
     /// on time at any rate and a busy service rarely reads the clock; `k` caps the
     /// thinning. The period's mean latency and wait come from the timed requests and are
     /// charged to every request that left in the period; `1` times every request.

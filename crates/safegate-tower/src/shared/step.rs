@@ -203,11 +203,15 @@ impl Shared {
         // A nominal may ask for its next decision sooner (`peak`'s opening: once per round
         // trip). Reject mode only: there the nominal runs alone, while the safety filter of
         // queue mode is stated per decision period.
+        let mut interval = self.settings.period_ns;
         if self.settings.mode == Mode::Reject {
             if let Some(within) = c.filter.nominal().next_decision_within() {
-                let ns = (within * 1e9).clamp(1e5, self.settings.period_ns as f64) as u64;
-                p.next_decision_ns.store(now_ns + ns, Ordering::Relaxed);
+                interval = (within * 1e9).clamp(1e5, self.settings.period_ns as f64) as u64;
+                p.next_decision_ns.store(now_ns + interval, Ordering::Relaxed);
             }
+        }
+        if p.interval_ns.load(Ordering::Relaxed) != interval {
+            p.interval_ns.store(interval, Ordering::Relaxed);
         }
         Some(report)
     }

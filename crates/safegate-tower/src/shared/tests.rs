@@ -69,6 +69,47 @@ fn sampling_thins_under_load_and_times_every_request_when_light() {
     assert_eq!(next_sample_mask(0, 1, period, 0), 0);
 }
 
+/// `peak`'s opening decides every 5 ms and judges a level by its own completions: at 2,400
+/// arrivals/s (416 µs apart, a knee of 4 at 5 ms offered 3× its peak) the sampling aimed at
+/// that interval times every arrival, where aimed at the 50-ms period it timed one in four
+/// or eight, and an overload that admits one arrival in six left most of the opening's
+/// decisions without a timed completion.
+#[test]
+fn sampling_aims_at_the_decision_interval_the_nominal_asks_for() {
+    let settle = |interval: u64| {
+        let mut mask = 0;
+        for _ in 0..40 {
+            mask = next_sample_mask(mask, (mask + 1) * 416_000, interval, 255);
+        }
+        mask
+    };
+    assert_eq!(settle(5_000_000), 0, "the opening's 5 ms: every arrival timed");
+    assert!(settle(50_000_000) >= 3, "the period's 50 ms: {}", settle(50_000_000));
+}
+
+/// The default layer's first decision opens `peak` (decisions every tenth of the period):
+/// the sampling aims at that interval, so arrivals 416 µs apart are all timed; a nominal
+/// that decides once a period (vegas) thins them as before.
+#[test]
+fn the_openings_decision_interval_aims_the_sampling() {
+    let settle = |layer: crate::AdmissionLayer| {
+        let owner = &*layer.shared;
+        owner.decide(0).expect("the first decision is due at once");
+        let mut now = 0;
+        for _ in 0..40 {
+            let mask = owner.published.0.sample_mask.load(Ordering::Relaxed);
+            now += (mask + 1) * 416_000;
+            owner.adapt_sampling(now, mask);
+        }
+        (owner.published.0.interval_ns.load(Ordering::Relaxed), owner.published.0.sample_mask.load(Ordering::Relaxed))
+    };
+    let period = 50_000_000;
+    assert_eq!(settle(crate::AdmissionLayer::builder().build().unwrap()), (period / 10, 0));
+    let vegas = crate::AdmissionLayer::builder().controller("vegas").build().unwrap();
+    let (interval, mask) = settle(vegas);
+    assert!(interval == period && mask >= 3, "vegas: {interval} ns, mask {mask}");
+}
+
 #[test]
 fn the_offered_count_survives_the_gate_words_wrap() {
     assert_eq!(extend(0, 0, 10), 10);
