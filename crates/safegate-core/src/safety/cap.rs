@@ -13,11 +13,10 @@ impl<N: Policy> SafetyFilter<N> {
         let Some(curve) = self.curve.as_mut() else { return };
         let step = self.last_t.map_or(0.0, |t0| obs.now - t0);
         if step > 0.0 && obs.in_service == self.last_busy && obs.in_service >= 1.0 {
-            let rate = (obs.completed - self.last_completed) / step;
+            let rate = (obs.completed - self.last_done) / step;
             curve.observe(obs.in_service.round() as usize, obs.health, rate);
         }
         self.last_busy = obs.in_service;
-        self.last_completed = obs.completed;
     }
 
     /// Predicted service rate with the cap at `n` once the pool has settled there: the

@@ -106,10 +106,9 @@ pub struct SafetyFilter<N> {
     curve: Option<ServiceCurve>,
     /// `1/dt`, so a decision needs no division.
     inv_dt: f64,
-    /// Busy executors and completions at the previous decision.
+    /// Busy executors at the previous decision (the curve's learning).
     last_busy: f64,
-    last_completed: f64,
-    /// Completions at the previous decision, for the stall test (kept with or without a curve).
+    /// Completions at the previous decision: the curve's learning and the stall test.
     last_done: f64,
     /// The busy count averaged over `rate_tau` as `ŝ` is: the count `ŝ` was measured at.
     busy_avg: f64,
@@ -143,7 +142,6 @@ impl<N: Policy> SafetyFilter<N> {
                 ServiceCurve::new(c.executors.max(1) as usize, c.alpha).ok().map(|s| s.with_min_samples(c.min_samples))
             }),
             last_busy: f64::NAN,
-            last_completed: f64::NAN,
             last_done: f64::NAN,
             busy_avg: f64::NAN,
             inv_dt: 1.0 / cfg.dt,
@@ -235,9 +233,9 @@ impl<N: Policy> SafetyFilter<N> {
                 }
             }
         }
-        if crate::finite(obs.completed) {
-            self.last_done = obs.completed;
-        }
+        // Garbage (NaN) included: the next period's count is then NaN too, which neither the
+        // stall test nor the curve takes.
+        self.last_done = obs.completed;
         if !crate::finite(self.busy_avg) && crate::finite(obs.in_service) {
             self.busy_avg = obs.in_service.max(0.0);
         }

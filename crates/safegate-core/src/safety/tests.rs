@@ -21,6 +21,16 @@ fn obs(now: f64, q: f64) -> Observation {
     o
 }
 
+/// A pool's observation: `queue` jobs, `busy` of them in service, `done` completed so far,
+/// `offered` jobs/s offered.
+fn pool_obs(now: f64, queue: f64, busy: f64, done: f64, offered: f64) -> Observation {
+    let mut o = obs(now, queue);
+    o.offered_rate = offered;
+    o.completed = done;
+    o.in_service = busy;
+    o
+}
+
 /// Values a filter cannot use are refused with the field, not run into a filter that
 /// silently admits nothing.
 #[test]
@@ -231,11 +241,8 @@ fn a_stalled_period_is_decided_on_its_own_rate() {
     let mut f = SafetyFilter::new(cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]), Open).unwrap();
     let (mut t, mut done, mut q) = (0.0, 0.0, 10.0);
     let step = |f: &mut SafetyFilter<Open>, t: f64, q: f64, done: f64| {
-        let mut o = obs(t, q);
-        o.offered_rate = 900.0;
+        let mut o = pool_obs(t, q, q.min(64.0), done, 900.0);
         o.offered = 900.0 * t;
-        o.completed = done;
-        o.in_service = q.min(64.0);
         f.decide(&o)
     };
     for _ in 0..40 {
@@ -286,11 +293,7 @@ fn poisson_completions_at_a_steady_rate_rarely_look_stalled() {
     let (mut t, mut done) = (0.0, 0.0);
     let periods = 20_000;
     for _ in 0..periods {
-        let mut o = obs(t, 10.0);
-        o.offered_rate = 800.0;
-        o.completed = done;
-        o.in_service = 10.0;
-        f.decide(&o);
+        f.decide(&pool_obs(t, 10.0, 10.0, done, 800.0));
         t += 0.05;
         done += poisson();
     }
@@ -312,11 +315,7 @@ fn a_cap_below_the_busy_count_clears_nothing_in_a_stall() {
     let mut f = SafetyFilter::new(c, Open).unwrap();
     let (mut t, mut done) = (0.0, 0.0);
     let mut step = |q: f64, busy: f64, rate: f64| {
-        let mut o = obs(t, q);
-        o.offered_rate = 600.0;
-        o.completed = done;
-        o.in_service = busy;
-        let a = f.decide(&o);
+        let a = f.decide(&pool_obs(t, q, busy, done, 600.0));
         t += 0.05;
         done += rate * 0.05;
         a
@@ -349,11 +348,7 @@ fn lifting_a_cap_over_a_backlog_is_judged_by_what_it_does() {
     let (mut t, mut done) = (0.0, 0.0);
     let mut a = Action::OPEN;
     for _ in 0..60 {
-        let mut o = obs(t, 60.0);
-        o.offered_rate = 1000.0;
-        o.completed = done;
-        o.in_service = 5.0;
-        a = f.decide(&o);
+        a = f.decide(&pool_obs(t, 60.0, 5.0, done, 1000.0));
         t += 0.05;
         done += 400.0 * 0.05;
     }
