@@ -177,12 +177,12 @@ pub(crate) fn weyl(n: u64) -> u64 {
 }
 
 /// Timed requests aimed at per decision interval: enough for the interval's mean latency
-/// and for the decision step to run at most `interval / TIMED_PER_PERIOD` late.
-pub(crate) const TIMED_PER_PERIOD: u64 = 16;
+/// and for the decision step to run at most `interval / TIMED_PER_INTERVAL` late.
+pub(crate) const TIMED_PER_INTERVAL: u64 = 16;
 
 /// The next sampling mask (`k − 1`, timing one request in `k`) after `dt_ns` passed between
 /// two timed requests under `mask`: doubled when they come more than twice as often as
-/// [`TIMED_PER_PERIOD`] per decision interval (`interval_ns`) asks (up to `max`), halved
+/// [`TIMED_PER_INTERVAL`] per decision interval (`interval_ns`) asks (up to `max`), halved
 /// when they come less than half as often (down to timing every request). A light load
 /// times every request, so the decision step runs on time; a heavy one reads the clock
 /// rarely.
@@ -195,7 +195,7 @@ pub(crate) const TIMED_PER_PERIOD: u64 = 16;
 /// doubled twice past the knee (to 16; a model of that sampling, `peak`'s test
 /// `sampled_timing_does_not_carry_the_opening_past_a_small_knee`, shows the same).
 pub(crate) fn next_sample_mask(mask: u64, dt_ns: u64, interval_ns: u64, max: u64) -> u64 {
-    let target = interval_ns / TIMED_PER_PERIOD;
+    let target = interval_ns / TIMED_PER_INTERVAL;
     if dt_ns < target / 2 && mask < max {
         mask * 2 + 1
     } else if dt_ns > target * 2 && mask > 0 {

@@ -210,9 +210,7 @@ impl Shared {
                 p.next_decision_ns.store(now_ns + interval, Ordering::Relaxed);
             }
         }
-        if p.interval_ns.load(Ordering::Relaxed) != interval {
-            p.interval_ns.store(interval, Ordering::Relaxed);
-        }
+        p.interval_ns.store(interval, Ordering::Relaxed);
         Some(report)
     }
 

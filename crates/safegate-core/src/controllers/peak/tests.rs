@@ -936,7 +936,7 @@ fn poisson_run(knee: f64, base: f64, lambda: f64, seed: u64, fixed: Option<u32>,
     let mut inside: Vec<(f64, f64, bool)> = Vec::new(); // (admitted at, leaves at, timed)
     let (mut timed_n, mut timed_sum, mut departed, mut mean) = (0.0, 0.0, 0.0, base);
     let (mut limits, mut good) = (Vec::new(), [0.0; UNTIL]);
-    let (mut next_decision, mut now, mut arrivals) = (0.0, 0.0, 0u64);
+    let (mut next_decision, mut now) = (0.0, 0.0);
     loop {
         now += -(1.0 - rng.next_f64()).ln() / lambda;
         if now >= UNTIL as f64 {
@@ -971,11 +971,10 @@ fn poisson_run(knee: f64, base: f64, lambda: f64, seed: u64, fixed: Option<u32>,
             next_decision = now + p.next_decision_within().unwrap_or(0.05);
         }
         obs.offered += 1.0;
-        arrivals += 1;
         if inside.len() < fixed.unwrap_or_else(|| p.limit()) as usize {
             let n = inside.len() as f64 + 1.0;
             let r = (n / knee).max(1.0);
-            inside.push((now, now + base * r * r, arrivals % timed == 0));
+            inside.push((now, now + base * r * r, obs.offered as u64 % timed == 0));
             obs.admitted += 1.0;
         }
     }
