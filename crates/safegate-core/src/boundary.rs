@@ -380,6 +380,7 @@ impl Boundary {
             backup: self.backup,
             concurrency: self.concurrency,
             noise: self.disturbance.noise.unwrap_or_default().for_window(window),
+            stall_memory: self.probability.horizon,
         };
         cfg.check()?;
         Ok(cfg)

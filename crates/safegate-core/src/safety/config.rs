@@ -35,6 +35,11 @@ pub struct SafetyConfig {
     /// Where the one-step noise comes from: the Poisson prior as a floor (the seed's open
     /// queue) or the measured surprises alone once enough are in the window (a service).
     pub noise: Noise,
+    /// How long \[s\] after a stall (two periods in a row that each fail
+    /// [`super::stalled`]) every step must also be safe if completions stop within it (the
+    /// stall regime's chance condition, docs/math.md §The stall regime), in `[0, ∞)`; a
+    /// boundary sets its probability horizon `T`. 0 turns the condition off.
+    pub stall_memory: f64,
 }
 
 /// Where the filter's one-step noise `σ_q²` comes from (a boundary file's
@@ -74,6 +79,7 @@ impl SafetyConfig {
             return Err(RangeError::new("window", self.window, "[2, 100000] decision periods"));
         }
         check::positive("rate_tau", self.rate_tau)?;
+        check::non_negative("stall_memory", self.stall_memory)?;
         self.backup.check().map_err(|e| e.at("backup"))?;
         if let Some(c) = &self.concurrency {
             c.check().map_err(|e| e.at("concurrency"))?;

@@ -27,7 +27,7 @@ pub use stats::{BoundBy, FilterStats};
 
 use crate::estimators::{EwmaRate, ServiceCurve, WindowedMoments};
 use crate::filter::backup::{implicit_safe_depth_constant, BackupPolicy};
-use crate::filter::{Decision, Filter, FilterError, FilterState};
+use crate::filter::{ConstraintKind, Decision, Filter, FilterError, FilterState};
 use crate::policy::{Action, Observation, Policy};
 
 /// Decisions more than this many periods apart are a gap: the later one's surprise is not
@@ -56,6 +56,21 @@ pub fn stalled(done: f64, expected: f64) -> bool {
     expected > STALL_Z * STALL_Z && done < expected - STALL_Z * expected.sqrt()
 }
 
+/// Whether `came` offers in a period where `λ̂·Δt = expected` were due is a surge:
+/// `came > expected + z·√max(expected, 1)` ([`STALL_Z`]), the stall test's mirror image on
+/// the offers (a stream that starts from nothing surges with its fourth offer in a period).
+#[inline]
+pub fn surged(came: f64, expected: f64) -> bool {
+    came > expected + STALL_Z * expected.max(1.0).sqrt()
+}
+
+/// Stalled periods in a row that confirm a stall: the stall regime's condition holds for
+/// [`SafetyConfig::stall_memory`] after the last one. One stalled period is the Poisson
+/// count's 3σ fluke about once in 740 periods at a steady rate; two in a row, about once in
+/// 550,000 (once in 7.6 hours of 50-ms periods), while a stalled dependency stays stalled
+/// (PostgreSQL's deadlocks, for `deadlock_timeout`: 20 periods).
+pub const STALL_CONFIRM: u32 = 2;
+
 /// A nominal controller wrapped by the safety filter.
 ///
 /// # Examples
@@ -74,6 +89,7 @@ pub fn stalled(done: f64, expected: f64) -> bool {
 ///     backup: Backup::default(),
 ///     concurrency: None,
 ///     noise: Default::default(),
+///     stall_memory: 600.0,
 /// };
 /// let mut f = SafetyFilter::new(cfg, Open).unwrap();
 /// let mut obs = Observation::new(0.0, 20.0, 200.0);
@@ -98,6 +114,8 @@ pub struct SafetyFilter<N> {
     last_t: Option<f64>,
     last_q: f64,
     last_admit_rate: f64,
+    /// The offered rate the previous decision took (0: it knew none).
+    last_lambda: f64,
     last_drift: f64,
     last_action: Action,
     last_decision: Option<Decision>,
@@ -110,8 +128,18 @@ pub struct SafetyFilter<N> {
     last_busy: f64,
     /// Completions at the previous decision: the curve's learning and the stall test.
     last_done: f64,
+    /// Offers at the previous decision (the surge test; kept when the actuator does not
+    /// give the offered rate).
+    last_offered: f64,
     /// The busy count averaged over `rate_tau` as `ŝ` is: the count `ŝ` was measured at.
     busy_avg: f64,
+    /// The boundary's chance constraints alone, judged in the stall regime (no completions
+    /// within the step); `None` without one or with `stall_memory` 0.
+    stall_filter: Option<Filter>,
+    /// Stalled periods in a row, up to the one that just ended.
+    stall_run: u32,
+    /// When the last stall was confirmed (two stalled periods in a row).
+    stall_seen: f64,
 }
 
 impl<N: Policy> SafetyFilter<N> {
@@ -120,6 +148,19 @@ impl<N: Policy> SafetyFilter<N> {
     pub fn new(cfg: SafetyConfig, nominal: N) -> Result<Self, FilterError> {
         cfg.check()?;
         let filter = Filter::new(cfg.barrier, &cfg.constraints)?.with_period(cfg.dt);
+        let chance: Vec<_> = cfg
+            .constraints
+            .iter()
+            .filter(|c| {
+                matches!(c.kind(), ConstraintKind::Chance | ConstraintKind::PoissonChance | ConstraintKind::Bernstein)
+            })
+            .cloned()
+            .collect();
+        let stall_filter = if chance.is_empty() || cfg.stall_memory == 0.0 {
+            None
+        } else {
+            Some(Filter::new(cfg.barrier, &chance)?.with_period(cfg.dt))
+        };
         let tau = cfg.rate_tau;
         Ok(Self {
             surprise: WindowedMoments::new(cfg.window),
@@ -133,6 +174,7 @@ impl<N: Policy> SafetyFilter<N> {
             last_t: None,
             last_q: 0.0,
             last_admit_rate: 0.0,
+            last_lambda: 0.0,
             last_drift: 0.0,
             last_action: Action::OPEN,
             last_decision: None,
@@ -143,7 +185,11 @@ impl<N: Policy> SafetyFilter<N> {
             }),
             last_busy: f64::NAN,
             last_done: f64::NAN,
+            last_offered: f64::NAN,
             busy_avg: f64::NAN,
+            stall_filter,
+            stall_run: 0,
+            stall_seen: f64::NEG_INFINITY,
             inv_dt: 1.0 / cfg.dt,
             cfg,
         })
@@ -196,7 +242,7 @@ impl<N: Policy> SafetyFilter<N> {
         let lambda = if (obs.offered_rate > 0.0) & (obs.offered_rate <= f64::MAX) {
             obs.offered_rate
         } else {
-            self.offered.update(obs.now, obs.offered).max(0.0)
+            self.estimate_offered(obs)
         };
         let r_hat = if obs.retried > 0.0 || self.retried.get() != 0.0 {
             self.retried.update(obs.now, obs.retried).max(0.0)
@@ -214,6 +260,15 @@ impl<N: Policy> SafetyFilter<N> {
                 if done >= 0.0 && stalled(done, s_before * step) {
                     s_now = done / step;
                     self.stats.stalls += 1;
+                    self.stall_run += 1;
+                    if self.stall_run == STALL_CONFIRM {
+                        self.stats.stall_episodes += 1;
+                    }
+                    if self.stall_run >= STALL_CONFIRM {
+                        self.stall_seen = obs.now;
+                    }
+                } else {
+                    self.stall_run = 0;
                 }
                 let w = 1.0 - (-step / self.cfg.rate_tau).exp();
                 if crate::finite(obs.in_service) {
@@ -225,7 +280,13 @@ impl<N: Policy> SafetyFilter<N> {
             // does, after an idle spell) the linear prediction over the gap has nothing to
             // do with the noise (the queue emptied long before), and its surprise would sit
             // in the window for a whole window, inflating σ until no admission is safe.
-            if step > 0.0 && step <= GAP_PERIODS * dt {
+            //
+            // Nor after a decision that knew no offered rate (the first, when the actuator
+            // does not give it): its admitted fraction was applied to offers whose rate it
+            // did not know, so its `u₋ = 0` predicts nothing (the first period of a live run
+            // at 1,800 offers/s left a surprise of +46 that held σ up, and the filter
+            // infeasible at an empty queue, for the window's 2 s).
+            if step > 0.0 && step <= GAP_PERIODS * dt && self.last_lambda > 0.0 {
                 let predicted = self.last_q + step * (self.last_admit_rate + self.last_drift);
                 self.surprise.push(q - predicted);
                 if let Some(net) = self.net.as_mut() {
@@ -315,6 +376,9 @@ impl<N: Policy> SafetyFilter<N> {
                 }
             }
         }
+        if self.stall_filter.is_some() && obs.now - self.stall_seen <= self.cfg.stall_memory {
+            d = self.stall_regime(d, q, r_hat, lambda, nominal_admit * lambda);
+        }
         self.stats.record(&d, dt);
 
         let mut action = Action {
@@ -346,11 +410,71 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_t = Some(obs.now);
         self.last_q = q;
         self.last_admit_rate = d.admit_rate;
+        self.last_lambda = lambda;
         self.last_drift = drift;
         self.last_decision = Some(d);
         self.last_sigma = sigma;
         self.last_action = action;
         action
+    }
+}
+
+impl<N: Policy> SafetyFilter<N> {
+    /// The offered rate when the actuator does not give it: `λ̂`, the EWMA of the offers
+    /// counter, unless the period that just ended was a **surge** ([`surged`]), whose own
+    /// rate then stands for it. The admitted fraction is the filter's admitted rate over
+    /// `λ`, and the actuator applies it to the offers that come, so a `λ̂` that lags a surge
+    /// lets through more than the filter allowed: a live run's first periods on PostgreSQL
+    /// at 1,825 offers/s had `λ̂` at 173/s, the filter's bound of 860/s read as "admit
+    /// everything", and the backlog went 57 → 109 → 175 past a line of 140.
+    fn estimate_offered(&mut self, obs: &Observation) -> f64 {
+        let before = self.offered.get().max(0.0);
+        let mut lambda = self.offered.update(obs.now, obs.offered).max(0.0);
+        if let Some(t0) = self.last_t {
+            let step = obs.now - t0;
+            let came = obs.offered - self.last_offered;
+            // No gap limit here (unlike the stall test and the surprise): a late decision
+            // (a timer that missed a period on a busy host) still measures the rate since
+            // the last one, and the first periods of a run are where it matters.
+            if step > 0.0 && came >= 0.0 && surged(came, before * step) {
+                lambda = lambda.max(came / step);
+            }
+        }
+        if crate::finite(obs.offered) {
+            self.last_offered = obs.offered;
+        }
+        lambda
+    }
+
+    /// The stall regime's condition (docs/math.md §The stall regime): a dependency seen to
+    /// stall within `stall_memory` can stall within the next step, and then nothing
+    /// completes while what is admitted arrives. The one-step chance constraints are judged
+    /// in that regime too, with no service in the drift (`d̄ = r̂`) and the noise of what
+    /// still arrives (`σ_q² = (λ̂ + r̂)·dt`, `σ₀² = r̂·dt`), and the decision takes the
+    /// tighter admission: the step is safe at `ε_step` whichever regime it turns out in.
+    /// Where no admission is safe in the stall regime the decision is infeasible and the
+    /// backup acts.
+    fn stall_regime(&mut self, d: Decision, q: f64, r_hat: f64, lambda: f64, nominal: f64) -> Decision {
+        let Some(sf) = self.stall_filter.as_ref() else { return d };
+        if !d.feasible {
+            return d;
+        }
+        let dt = self.cfg.dt;
+        let x = FilterState {
+            queue: q,
+            dt,
+            drift: r_hat,
+            sigma: ((lambda + r_hat) * dt).sqrt(),
+            var0: r_hat * dt,
+            prev_admit: self.last_admit_rate,
+            prev_drift: self.last_drift,
+        };
+        let s = sf.decide(&x, nominal, lambda);
+        if !s.feasible || s.admit_rate < d.admit_rate {
+            self.stats.stall_bound += 1;
+            return Decision { nominal: d.nominal, given_up: d.nominal - s.admit_rate, ..s };
+        }
+        d
     }
 }
 

@@ -81,6 +81,12 @@ pub struct FilterStats {
     /// Decisions taken on a stalled period's own service rate instead of `ŝ` (its
     /// completions were too few to be the Poisson count at `ŝ`: docs/math.md §State estimates).
     pub stalls: u64,
+    /// Stalls confirmed ([`super::STALL_CONFIRM`] stalled periods in a row).
+    pub stall_episodes: u64,
+    /// Decisions bound (or made infeasible) by the stall regime's condition: a stall was
+    /// confirmed within `stall_memory`, and the admission the other constraints allowed was
+    /// not safe if completions stopped within the step (docs/math.md §The stall regime).
+    pub stall_bound: u64,
 }
 
 impl FilterStats {
