@@ -124,9 +124,10 @@ pub struct ConcurrencyInput {
     /// EWMA weight of the curve's bins, `(0, 1]` (0.02).
     pub alpha: f64,
     /// The contention knee `C` of the declared service-curve shape `n·min(1, (C/n)²)` (the
-    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/shape(n̄)`,
-    /// the measured service rate scaled along the declared curve from `n̄`, the busy count
-    /// averaged as `ŝ` is. `None`: learned bins only
+    /// seed's model), used for a bin not yet learned: `μ̂(n) = ŝ·shape(n)/avg shape`, the
+    /// measured service rate scaled along the declared curve by the shape of the busy count
+    /// averaged as `ŝ` is; and a busy count past the knee clears at most its `μ̂`. `None`:
+    /// learned bins only
     /// (a pool that never leaves one busy count then never learns another).
     pub knee: Option<f64>,
 }

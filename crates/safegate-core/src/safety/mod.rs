@@ -133,6 +133,9 @@ pub struct SafetyFilter<N> {
     last_offered: f64,
     /// The busy count averaged over `rate_tau` as `ŝ` is: the count `ŝ` was measured at.
     busy_avg: f64,
+    /// The declared shape of the busy count, `shape(n, C)`, averaged as `ŝ` is (with a
+    /// knee): the scale of the unlearned bins, `μ̂(n) = ŝ·shape(n)/avg shape`.
+    shape_avg: f64,
     /// The boundary's chance constraints alone, judged in the stall regime (no completions
     /// within the step); `None` without one or with `stall_memory` 0.
     stall_filter: Option<Filter>,
@@ -187,6 +190,7 @@ impl<N: Policy> SafetyFilter<N> {
             last_done: f64::NAN,
             last_offered: f64::NAN,
             busy_avg: f64::NAN,
+            shape_avg: f64::NAN,
             stall_filter,
             stall_run: 0,
             stall_seen: f64::NEG_INFINITY,
@@ -273,6 +277,9 @@ impl<N: Policy> SafetyFilter<N> {
                 let w = 1.0 - (-step / self.cfg.rate_tau).exp();
                 if crate::finite(obs.in_service) {
                     self.busy_avg += w * (obs.in_service.max(0.0) - self.busy_avg);
+                    if let Some(c) = self.cfg.concurrency.and_then(|ci| ci.knee) {
+                        self.shape_avg += w * (config::shape(obs.in_service.max(0.0), c) - self.shape_avg);
+                    }
                 }
             }
             // The prediction is one period's: after a gap of more than two periods without a
@@ -299,6 +306,26 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_done = obs.completed;
         if !crate::finite(self.busy_avg) && crate::finite(obs.in_service) {
             self.busy_avg = obs.in_service.max(0.0);
+            if let Some(c) = self.cfg.concurrency.and_then(|ci| ci.knee) {
+                self.shape_avg = config::shape(obs.in_service.max(0.0), c);
+            }
+        }
+        // With the cap as a second input and a knee declared, a busy count past the knee
+        // clears at most what the curve says it does: `ŝ` follows over `rate_tau`, and a
+        // pool whose busy count has just risen past the knee (a nominal with no cap over a
+        // growing backlog) clears less at once (on PostgreSQL: 31, 50, 65 busy within
+        // 0.15 s while `ŝ` still held the 820 jobs/s of the periods at a few busy; docs/math.md
+        // §The concurrency cap). Below the knee a small busy count is a light load, not a
+        // slow pool, and `ŝ` stands.
+        if let Some(ci) = self.cfg.concurrency {
+            if let Some(c) = ci.knee {
+                if obs.in_service > c && obs.in_service <= ci.executors as f64 {
+                    let busy = obs.in_service.round() as u32;
+                    if let Some(mu) = self.predict_service(busy, f64::INFINITY, s_hat, obs.health, &ci) {
+                        s_now = s_now.min(mu);
+                    }
+                }
+            }
         }
         // Expected completions and retries; a positive mean surprise is drift we missed.
         let bias = self.surprise.mean().max(0.0) * self.inv_dt;

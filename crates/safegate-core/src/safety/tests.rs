@@ -504,3 +504,35 @@ fn a_surge_is_decided_on_its_own_rate() {
     // A steady stream is not a surge: its Poisson counts stay under the 3σ line.
     assert!(!surged(100.0, 90.0) && surged(130.0, 90.0) && surged(4.0, 0.0) && !surged(3.0, 0.0));
 }
+
+/// The filter alone's first stall on PostgreSQL at 1.5× (traced decision by decision): the
+/// nominal sets no cap, the pool clears ~820 jobs/s with 2–15 busy, then every waiting job
+/// starts, 31, 50, 65 busy within 0.15 s, while the period's completions have not yet
+/// fallen. The busy count averaged over `rate_tau` reached 19.5, past the knee, while `ŝ`
+/// still held the rate of the periods at a few busy; scaled from the shape of that average,
+/// a cap of 8 was predicted to clear 1,813 jobs/s (the database's peak is ~600), and the
+/// filter admitted every offer at 31, 50 and 75 of 140, then 69 % of a surge: 75 → 112 →
+/// 158. Scaled from the averaged shape (a ratio of means, as `ŝ` is one), and with the rate
+/// now at most the curve's at a busy count past the knee, it cuts from 50 on.
+#[test]
+fn a_busy_count_that_swings_past_the_knee_is_scaled_by_its_averaged_shape() {
+    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(4.6), ..ConcurrencyInput::default() });
+    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let (mut t, mut done) = (0.0, 0.0);
+    for k in 0..40 {
+        let busy = [2.0, 4.0, 6.0, 15.0][k % 4];
+        f.decide(&pool_obs(t, busy, busy, done, 830.0));
+        t += 0.05;
+        done += 41.0;
+    }
+    let mut seen = Vec::new();
+    for (q, busy) in [(31.0, 31.0), (50.0, 50.0), (75.0, 65.0)] {
+        let a = f.decide(&pool_obs(t, q, busy, done, 830.0));
+        seen.push((q, a.admit, a.concurrency));
+        t += 0.05;
+        done += 29.0;
+    }
+    // Before: every offer admitted at all three.
+    assert!(seen[1].1 < 0.6 && seen[2].1 < 0.8, "{seen:?}");
+}
