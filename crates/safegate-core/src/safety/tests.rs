@@ -32,6 +32,14 @@ fn pool_obs(now: f64, queue: f64, busy: f64, done: f64, offered: f64) -> Observa
     o
 }
 
+/// A filter over a pool of 64 executors whose declared knee is `knee`, with the cap as its
+/// second input.
+fn knee_pool(knee: f64) -> SafetyFilter<Open> {
+    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
+    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(knee), ..ConcurrencyInput::default() });
+    SafetyFilter::new(c, Open).unwrap()
+}
+
 /// Values a filter cannot use are refused with the field, not run into a filter that
 /// silently admits nothing.
 #[test]
@@ -312,9 +320,7 @@ fn poisson_completions_at_a_steady_rate_rarely_look_stalled() {
 /// full rate into the stalled pool.
 #[test]
 fn a_cap_below_the_busy_count_clears_nothing_in_a_stall() {
-    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
-    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(5.6), ..ConcurrencyInput::default() });
-    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let mut f = knee_pool(5.6);
     let (mut t, mut done) = (0.0, 0.0);
     let mut step = |q: f64, busy: f64, rate: f64| {
         let a = f.decide(&pool_obs(t, q, busy, done, 600.0));
@@ -344,9 +350,7 @@ fn a_cap_below_the_busy_count_clears_nothing_in_a_stall() {
 /// change nothing, the cap was lifted, and the 60 transactions at once stalled PostgreSQL.
 #[test]
 fn lifting_a_cap_over_a_backlog_is_judged_by_what_it_does() {
-    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
-    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(5.6), ..ConcurrencyInput::default() });
-    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let mut f = knee_pool(5.6);
     let (mut t, mut done) = (0.0, 0.0);
     let mut a = Action::OPEN;
     for _ in 0..60 {
@@ -516,9 +520,7 @@ fn a_surge_is_decided_on_its_own_rate() {
 /// now at most the curve's at a busy count past the knee, it cuts from 50 on.
 #[test]
 fn a_busy_count_that_swings_past_the_knee_is_scaled_by_its_averaged_shape() {
-    let mut c = cfg(vec![Constraint::bernstein(1e-6, 0.0).unwrap()]);
-    c.concurrency = Some(ConcurrencyInput { executors: 64, knee: Some(4.6), ..ConcurrencyInput::default() });
-    let mut f = SafetyFilter::new(c, Open).unwrap();
+    let mut f = knee_pool(4.6);
     let (mut t, mut done) = (0.0, 0.0);
     for k in 0..40 {
         let busy = [2.0, 4.0, 6.0, 15.0][k % 4];
