@@ -61,8 +61,47 @@ impl Peak {
         Some(j.max(above))
     }
 
+    /// Whether a probe of grid point `i`, below home, cannot win: by Little's law `i`
+    /// requests in flight for a mean time `S(i)` each deliver at most `i/S(i)`, and `S(i)`
+    /// is at least the shortest service time `S₀` ever seen at or below `i` (a level's
+    /// requests are not served faster for more of them being in flight: the one assumption,
+    /// true of queues, locks and the collapse law alike; a backend that got slower since only
+    /// makes `S₀` a lower bound than it could be, and the probe runs). When `i/S₀` is short
+    /// of home's rate by the margin a win below needs (`tolerance`, and the noise), neither
+    /// of a lower level's ways to win (more throughput, or the same for a shorter service
+    /// time) is open, and the probe is lost without running it. A home served at the floor
+    /// (at or under a knee) is such a level: at a knee of 2 the probe of 1 delivers half,
+    /// and cost a tenth of the small-knee sweep's goodput.
+    fn cannot_win_below(&self, i: usize, now: f64) -> bool {
+        let Some(h) = self.usable(self.home, now) else { return false };
+        let Some(least) = self.service_floor.least_at_or_below(self.grid[i]) else { return false };
+        let most = f64::from(self.grid[i]) / least;
+        // Each level weighed by the share of its time it keeps serving (`hazard.rs`).
+        let (most, h) = (
+            most * self.hazard.keep(f64::from(self.grid[i])),
+            h * self.hazard.keep(f64::from(self.grid[self.home])),
+        );
+        let margin = (self.cfg.tolerance * h).max(Z * self.rate_error(self.home));
+        i < self.home && most.is_finite() && most < h - margin
+    }
+
+    /// A probe that was not run because it could not win (`cannot_win_below`): lost.
+    fn skip_probe(&mut self, now: f64) {
+        self.up = !self.up;
+        self.losses += 1;
+        if self.neighbour(self.up, 1).is_none() {
+            self.losses = 2;
+        }
+        self.stride = 1;
+        if self.losses >= 2 {
+            self.end_round(now);
+        } else {
+            self.next_probe(now);
+        }
+    }
+
     /// The next probe of the climb from home, or a hold at home if there is no other point.
-    fn next_probe(&mut self) {
+    fn next_probe(&mut self, now: f64) {
         let c = self.cfg;
         if self.slow_start {
             match self.doubling() {
@@ -80,6 +119,7 @@ impl Peak {
             self.neighbour(self.up, 1)
         });
         match probe {
+            Some(i) if i < self.home && self.cannot_win_below(i, now) => self.skip_probe(now),
             Some(i) => self.go(i, c.trial_periods),
             None => self.go(self.home, c.hold_periods),
         }
@@ -104,7 +144,7 @@ impl Peak {
         }
         if i == self.home {
             return match self.usable(i, now) {
-                Some(_) => self.next_probe(),
+                Some(_) => self.next_probe(now),
                 None => self.go(i, self.cfg.trial_periods),
             };
         }
@@ -181,7 +221,7 @@ impl Peak {
                     self.paced = true;
                 }
             }
-            return self.next_probe();
+            return self.next_probe(now);
         }
         if self.slow_start {
             // The doubling did not pay: the top is between home and the probe (or at home).
@@ -200,34 +240,39 @@ impl Peak {
         }
         self.stride = 1;
         if self.losses >= 2 {
-            self.losses = 0;
-            self.ceiling = None;
-            // Probing costs throughput in proportion to how far a probe is from home and how
-            // long it takes: the hold between rounds grows with both (`coarseness`, and
-            // `stretch`: a slow backend's probes wait for their completions), so that the
-            // share of time spent probing stays about the same on every backend.
-            let scale = (self.coarseness() * self.stretch).min(MAX_SCALE);
-            let mut hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM)).saturating_mul(scale);
-            // The level above home is a stall's, held out: hold until the stall's hold ends,
-            // no longer (a doubled hold kept a limit of 2 four seconds past it on PostgreSQL,
-            // at 0.6 of the best fixed limit). Until then the rounds, which can only probe
-            // down, grow calmer as any other: each probe below costs throughput (a third of
-            // it from 3 to 2), and a round every 0.8 s cost 7 % on PostgreSQL.
-            if self.top() <= self.home {
-                // Whichever keeps the level above home out: the stall's hold, the pace, or both.
-                let held = self.stalled.filter(|&(c, _)| c <= self.home + 1);
-                let stall = held.map_or(f64::NAN, |(_, until)| until);
-                let until = if self.paced { stall.max(self.up_at) } else { stall };
-                if until.is_finite() {
-                    let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
-                    hold = hold.min(left as u32); // saturating cast
-                }
-            }
-            self.calm += 1;
-            self.go(self.home, hold);
+            self.end_round(now);
         } else {
-            self.next_probe();
+            self.next_probe(now);
         }
+    }
+
+    /// Both sides lost: hold at home until the next round.
+    fn end_round(&mut self, now: f64) {
+        self.losses = 0;
+        self.ceiling = None;
+        // Probing costs throughput in proportion to how far a probe is from home and how
+        // long it takes: the hold between rounds grows with both (`coarseness`, and
+        // `stretch`: a slow backend's probes wait for their completions), so that the
+        // share of time spent probing stays about the same on every backend.
+        let scale = (self.coarseness() * self.stretch).min(MAX_SCALE);
+        let mut hold = self.cfg.hold_periods.saturating_mul(1 << self.calm.min(MAX_CALM)).saturating_mul(scale);
+        // The level above home is a stall's, held out: hold until the stall's hold ends,
+        // no longer (a doubled hold kept a limit of 2 four seconds past it on PostgreSQL,
+        // at 0.6 of the best fixed limit). Until then the rounds, which can only probe
+        // down, grow calmer as any other: each probe below costs throughput (a third of
+        // it from 3 to 2), and a round every 0.8 s cost 7 % on PostgreSQL.
+        if self.top() <= self.home {
+            // Whichever keeps the level above home out: the stall's hold, the pace, or both.
+            let held = self.stalled.filter(|&(c, _)| c <= self.home + 1);
+            let stall = held.map_or(f64::NAN, |(_, until)| until);
+            let until = if self.paced { stall.max(self.up_at) } else { stall };
+            if until.is_finite() {
+                let left = ((until - now) / self.cfg.interval).ceil().max(1.0);
+                hold = hold.min(left as u32); // saturating cast
+            }
+        }
+        self.calm += 1;
+        self.go(self.home, hold);
     }
 
     /// How much coarser than `step` the grid is around home, rounded up (at least 1): at

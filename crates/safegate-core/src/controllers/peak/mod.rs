@@ -47,7 +47,11 @@
 //!    curve flat past `W` workers this walks down to the knee, where a bigger limit only
 //!    adds queueing), or, *above* home, one longer by at most 2 % or `latency_floor` (a
 //!    fast service whose latency does not grow with the limit climbs out of the way
-//!    instead of shedding the bursts of a load it carries easily). A win moves home there and doubles `s` (momentum,
+//!    instead of shedding the bursts of a load it carries easily). A probe below home that
+//!    cannot win is lost without being run: by Little's law `i` requests deliver at most
+//!    `i/S₀`, `S₀` the shortest service time ever measured at `i` or below, and when that
+//!    is short of home's rate by the margin a win needs, neither way to win is open (at a
+//!    knee of 2 the probe of 1 cost a tenth of the goodput). A win moves home there and doubles `s` (momentum,
 //!    at most one doubling of the limit per probe, so a health change that moves the knee
 //!    by 2× is followed in a few probes); a loss resets `s` to 1 and turns to the other
 //!    side. When both sides lost, home is re-measured for `hold_periods`, doubled after

@@ -188,6 +188,8 @@ impl Peak {
             return self.end_opening(home, obs.now);
         }
         o.floor = o.floor.min(service);
+        // The climb's bound under every level's service time (`climb.rs`) starts here.
+        self.service_floor.note_least(service, self.grid[self.target]);
         o.fail_floor = o.fail_floor.min(fail_share);
         // One round trip at this level, the load pressing it, the service at its floor; and
         // two windows of completions since the limit doubled, so that the requests that

@@ -116,16 +116,37 @@ pub(super) const MAX_HOLD: f64 = 40.0;
 /// \[s\].
 pub(super) const FLOOR_RISE: f64 = 10.0;
 
-/// The shortest service time seen, and when \[s\] (NaN before the first).
+/// The shortest service time seen, and when \[s\] (NaN before the first); and the shortest
+/// ever, which never rises, with the lowest level any was seen at.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub(super) struct ServiceFloor {
     value: f64,
     at: f64,
+    least: f64,
+    lowest_level: u32,
 }
 
 impl ServiceFloor {
     pub(super) fn new() -> Self {
-        ServiceFloor { value: f64::NAN, at: f64::NAN }
+        ServiceFloor { value: f64::NAN, at: f64::NAN, least: f64::INFINITY, lowest_level: u32::MAX }
+    }
+
+    /// A bound under the service time of every level from `level` up: the shortest service
+    /// time ever noted, if one was noted at `level` or below (the shortest of a set that
+    /// holds one of those levels is under it, and a level above serves no faster), else
+    /// `None`.
+    pub(super) fn least_at_or_below(&self, level: u32) -> Option<f64> {
+        (self.lowest_level <= level && self.least.is_finite() && self.least > 0.0).then_some(self.least)
+    }
+
+    /// Take a service time `s` measured with the limit at `level` into the bound only (the
+    /// opening's samples: their minimum is biased low, which keeps the bound a bound, but
+    /// too low for the stall rule's floor).
+    pub(super) fn note_least(&mut self, s: f64, level: u32) {
+        if s.is_finite() && s > 0.0 {
+            self.least = self.least.min(s);
+            self.lowest_level = self.lowest_level.min(level);
+        }
     }
 
     /// The floor at `now`: the last low, risen by half per [`FLOOR_RISE`] since (NaN before
@@ -135,14 +156,16 @@ impl ServiceFloor {
         self.value * 1.5f64.powf(age / FLOOR_RISE)
     }
 
-    /// Take a service time `s` seen at `now` (not a stalled trial's).
-    pub(super) fn note(&mut self, s: f64, now: f64) {
+    /// Take a service time `s` seen at `now` with the limit at `level` (not a stalled
+    /// trial's).
+    pub(super) fn note(&mut self, s: f64, now: f64, level: u32) {
         if !(s.is_finite() && s > 0.0) {
             return;
         }
+        self.note_least(s, level);
         let floor = self.at(now);
         if floor.is_nan() || s <= floor {
-            *self = ServiceFloor { value: s, at: now };
+            (self.value, self.at) = (s, now);
         }
     }
 }
@@ -163,7 +186,7 @@ impl Peak {
         let service = if little > timed { little } else { timed };
         let floor = self.service_floor.at(now);
         if !(floor.is_finite() && service > STALL * floor + self.cfg.latency_floor) {
-            self.service_floor.note(timed, now);
+            self.service_floor.note(timed, now, self.grid[i]);
             self.hazard.calm(t.elapsed, t.held, now);
             self.recovering = false;
             return false;

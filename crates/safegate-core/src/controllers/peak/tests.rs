@@ -670,7 +670,7 @@ fn a_host_that_stops_is_not_a_stalled_backend() {
 #[test]
 fn a_fast_trial_with_late_decisions_renews_the_floor() {
     let mut p = pool(Actuator::InFlight);
-    p.service_floor.note(0.010, 0.0);
+    p.service_floor.note(0.010, 0.0, 1);
     p.trial = super::trial::Trial { periods: 2, saturated: 2, completed: 100.0, good: 100.0, elapsed: 0.1, busy: 0.4, held: 0.4, late: 0.001, ..Default::default() };
     let i = p.target;
     assert!(!p.stalled_trial(i, 1.0));
@@ -729,7 +729,7 @@ fn a_lower_limit_must_deliver_as_much_to_win_on_service_time() {
     p.up = false;
     // A probe at 2 as its bin says: 380/s, 4.5 ms.
     p.trial = two_periods(38.0, 38.0 * 0.0045, 0.2);
-    p.service_floor.note(0.004, now);
+    p.service_floor.note(0.004, now, 1);
     p.finish_trial(now);
     assert_eq!(p.home(), 3, "home {} after a probe at 2 that delivered 30 % less", p.home());
 }
@@ -745,7 +745,7 @@ fn a_round_with_only_one_side_probes_it_once_and_calms_down() {
     p.target = home - 1;
     p.up = false;
     p.trial = two_periods(38.0, 38.0 * 0.0045, 0.2);
-    p.service_floor.note(0.004, now);
+    p.service_floor.note(0.004, now, 1);
     p.finish_trial(now);
     assert_eq!((p.home(), p.limit()), (3, 3), "the round did not end at home");
     assert!(p.trial_len > p.cfg.trial_periods, "a hold of {} periods at home", p.trial_len);
@@ -813,7 +813,7 @@ fn after_a_stall_the_climb_is_paced_by_the_stall_length() {
     p.bins[three + 1] = super::curve::Bin { rate: 700.0, var: 1.0, ..p.bins[three] };
     p.trial = two_periods(70.0, 70.0 * 0.0045, 0.4);
     p.bins[three].var = 1.0;
-    p.service_floor.note(0.004, now);
+    p.service_floor.note(0.004, now, 1);
     p.finish_trial(now);
     assert_eq!(p.home(), 4, "the probe at 4 did not win");
     // No probe above 4 for the pace (1 s).
@@ -838,7 +838,7 @@ fn after_the_first_stall_the_climb_regains_half_unpaced() {
     p.open = None;
     p.slow_start = false;
     p.opened_at = 1.0;
-    p.service_floor.note(0.004, now);
+    p.service_floor.note(0.004, now, 1);
     // Every level from 5 up serves more than the one below it (between stalls).
     for j in at(5, &p)..=at(21, &p) {
         p.bins[j] = super::curve::Bin {
@@ -888,7 +888,7 @@ fn a_priced_in_stall_keeps_its_level_and_the_climb_stays_under_the_ceiling() {
     let mut p = pool(Actuator::InFlight);
     p.open = None;
     p.slow_start = false;
-    p.service_floor.note(0.004, now);
+    p.service_floor.note(0.004, now, 1);
     // 60 s at 10 in flight (45 pairs, about 1,170 pair-seconds once decayed over 30 s) and
     // three stalls of 1 s: k ≈ 3/1,170 per pair-second, D = 1 s; the ceiling 1/√(k·D/2)
     // takes the cautious count 3 − √3, so it is about 43.
@@ -929,17 +929,30 @@ fn a_priced_in_stall_keeps_its_level_and_the_climb_stays_under_the_ceiling() {
 /// (the last known mean when none was). The limit is `fixed`, or `peak`'s. Returns the
 /// limit at every decision and the completions per second within 100 ms of their arrival.
 fn poisson_run(knee: f64, base: f64, lambda: f64, seed: u64, fixed: Option<u32>, timed: u64) -> (Vec<(f64, u32)>, Vec<f64>) {
-    const UNTIL: usize = 3;
+    poisson_run_for(3, knee, base, lambda, seed, fixed, timed)
+}
+
+/// [`poisson_run`] over `until` seconds.
+fn poisson_run_for(
+    until: usize,
+    knee: f64,
+    base: f64,
+    lambda: f64,
+    seed: u64,
+    fixed: Option<u32>,
+    timed: u64,
+) -> (Vec<(f64, u32)>, Vec<f64>) {
+    let until_s = until as f64;
     let mut p = pool(Actuator::InFlight);
     let mut rng = SplitMix(seed);
     let mut obs = Observation::new(0.0, 0.0, 256.0);
     let mut inside: Vec<(f64, f64, bool)> = Vec::new(); // (admitted at, leaves at, timed)
     let (mut timed_n, mut timed_sum, mut departed, mut mean) = (0.0, 0.0, 0.0, base);
-    let (mut limits, mut good) = (Vec::new(), [0.0; UNTIL]);
+    let (mut limits, mut good) = (Vec::new(), vec![0.0; until]);
     let (mut next_decision, mut now) = (0.0, 0.0);
     loop {
         now += -(1.0 - rng.next_f64()).ln() / lambda;
-        if now >= UNTIL as f64 {
+        if now >= until_s {
             break;
         }
         inside.retain(|&(at, leave, t)| {
@@ -951,7 +964,7 @@ fn poisson_run(knee: f64, base: f64, lambda: f64, seed: u64, fixed: Option<u32>,
                     timed_sum += leave - at;
                 }
                 if leave - at <= 0.1 {
-                    good[(leave as usize).min(UNTIL - 1)] += 1.0;
+                    good[(leave as usize).min(until - 1)] += 1.0;
                 }
             }
             !gone
@@ -978,7 +991,34 @@ fn poisson_run(knee: f64, base: f64, lambda: f64, seed: u64, fixed: Option<u32>,
             obs.admitted += 1.0;
         }
     }
-    (limits, good.to_vec())
+    (limits, good)
+}
+
+/// A probe below home that cannot win is not run. At a knee of 2 the climb's lower
+/// neighbour is 1, which delivers at most `1/S₀` (one request at a time, each at least the
+/// shortest service time seen at 1), half of what 2 delivers: once 1 was measured, every
+/// later round skips it (before: a probe of 1 every round, 0.89 of the knee's fixed limit
+/// over 5 s in this model, seeds 1–12; after, 0.93). A home past a flat knee is not
+/// skipped down from (`a_flat_curve_settles_near_its_knee`): nothing was measured below it
+/// that bounds the lower level's service time.
+#[test]
+fn a_probe_below_that_cannot_win_is_not_run() {
+    for (knee, base, load) in [(2.0, 0.005, 1.5), (2.0, 0.01, 1.5), (2.0, 0.005, 3.0)] {
+        let lambda = load * knee / base;
+        let (mut ours, mut oracle) = (0.0, 0.0);
+        for seed in 1..=12 {
+            let (_, fixed) = poisson_run_for(5, knee, base, lambda, seed, Some(knee as u32), 1);
+            let (limits, good) = poisson_run_for(5, knee, base, lambda, seed, None, 1);
+            oracle += fixed.iter().sum::<f64>();
+            ours += good.iter().sum::<f64>();
+            // Visits to 1: a run of decisions at a limit of 1.
+            let visits = limits.windows(2).filter(|w| w[1].1 == 1 && w[0].1 != 1).count();
+            assert!(visits <= 1, "knee {knee}, {base}, {load}×, seed {seed}: {visits} probes of 1 in 5 s");
+        }
+        let share = ours / oracle;
+        println!("knee {knee}, {} ms, {load}×: {share:.3} of the knee's fixed limit", base * 1e3);
+        assert!(share >= 0.92, "knee {knee}, {base}, {load}×: {share:.3}");
+    }
 }
 
 /// The opening judges each level by the mean service time of the level's own
