@@ -169,6 +169,27 @@ pub fn arms_table(results: &[ArmResult], line: f64, epsilon: f64) -> String {
             100.0 * epsilon,
             if r.live.share_beyond <= epsilon { "yes" } else { "NO" }
         );
+        s += &excursions(&r.excursions);
+    }
+    s
+}
+
+/// Most excursions [`arms_table`] lists for an arm (the JSON has them all, and the series).
+const LISTED: usize = 4;
+
+/// An arm's stretches beyond the line, one line each (at most [`LISTED`]).
+fn excursions(all: &[safegate_live::pg_study::Excursion]) -> String {
+    let mut s = String::new();
+    for e in all.iter().take(LISTED) {
+        s += &format!(
+            "  beyond the line from {} s to {} s, deepest {:.0} jobs\n",
+            fixed(e.start, 2),
+            fixed(e.end, 2),
+            e.peak
+        );
+    }
+    if all.len() > LISTED {
+        s += &format!("  … and {} more (--json has them all, and each arm's series)\n", all.len() - LISTED);
     }
     s
 }
@@ -188,7 +209,16 @@ mod tests {
             failed_rate: 0.0,
             sojourn_p99: None,
         };
-        ArmResult { label: label.into(), live: f, model: f, interventions: None, lost: 0 }
+        ArmResult {
+            label: label.into(),
+            live: f,
+            model: f,
+            interventions: None,
+            lost: 0,
+            excursions: Vec::new(),
+            filter: None,
+            series: Default::default(),
+        }
     }
 
     #[test]
@@ -206,5 +236,14 @@ mod tests {
         assert!(t.contains("n/a"), "a p99 with no sample reads n/a: {t}");
         let t = arms_table(&[arm("filter + cap", 500.0, 0.0), arm("fixed 4", 600.0, 0.9)], 140.0, 0.01);
         assert!(t.contains("[target ≥ 0.9: NOT met]"), "{t}");
+        // A filtered arm's crossings are listed, at most four, with how many more.
+        let mut crossed = arm("filter + cap", 500.0, 0.03);
+        crossed.excursions = (0..6)
+            .map(|k| safegate_live::pg_study::Excursion { start: f64::from(k), end: f64::from(k) + 0.5, peak: 150.0 })
+            .collect();
+        let t = arms_table(&[crossed], 140.0, 0.01);
+        assert!(t.contains("  beyond the line from 0.00 s to 0.50 s, deepest 150 jobs\n"), "{t}");
+        assert_eq!(t.matches("beyond the line from").count(), 4, "{t}");
+        assert!(t.contains("… and 2 more"), "{t}");
     }
 }

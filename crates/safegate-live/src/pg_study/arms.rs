@@ -115,6 +115,57 @@ impl ArmFigures {
     }
 }
 
+/// One stretch of a run with the backlog above the line.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Excursion {
+    /// The first sample beyond the line \[s\].
+    pub start: f64,
+    /// The first sample back under it, or the run's last sample \[s\].
+    pub end: f64,
+    /// The deepest backlog in it \[jobs\].
+    pub peak: f64,
+}
+
+impl Excursion {
+    /// Every stretch of `queue` (sampled at times `t`) above `line`, in order.
+    pub fn all(t: &[f64], queue: &[f64], line: f64) -> Vec<Excursion> {
+        let mut out: Vec<Excursion> = Vec::new();
+        let mut open: Option<Excursion> = None;
+        for (&at, &q) in t.iter().zip(queue) {
+            match (&mut open, q > line) {
+                (Some(e), true) => e.peak = e.peak.max(q),
+                (Some(e), false) => {
+                    e.end = at;
+                    out.push(*e);
+                    open = None;
+                }
+                (None, true) => open = Some(Excursion { start: at, end: at, peak: q }),
+                (None, false) => {}
+            }
+        }
+        if let Some(mut e) = open {
+            e.end = t.last().copied().unwrap_or(e.start);
+            out.push(e);
+        }
+        out
+    }
+}
+
+/// The live run's series, at every decision: what a crossing of the line is read from.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct ArmSeries {
+    /// Time \[s\].
+    pub t: Vec<f64>,
+    /// The backlog \[jobs\].
+    pub queue: Vec<f64>,
+    /// Share of the offers admitted.
+    pub admit_fraction: Vec<f64>,
+    /// Executors allowed (−1: all).
+    pub concurrency: Vec<i32>,
+    /// Jobs in service.
+    pub in_service: Vec<u64>,
+}
+
 /// One arm's result: the live run and the model's prediction.
 #[derive(Debug, Clone, Serialize)]
 pub struct ArmResult {
@@ -129,6 +180,12 @@ pub struct ArmResult {
     pub interventions: Option<(u64, u64)>,
     /// Jobs lost by the books (must be 0).
     pub lost: i64,
+    /// The live run's stretches beyond the line `θ·capacity`.
+    pub excursions: Vec<Excursion>,
+    /// The safety filter's counters, for the filtered arms.
+    pub filter: Option<safegate_core::safety::FilterStats>,
+    /// The live run's series (in `--json`).
+    pub series: ArmSeries,
 }
 
 /// How [`arms`] runs.
@@ -207,12 +264,22 @@ pub async fn arms(
             line,
             report.accounting.failed as f64 / report.summary.duration.max(1e-9),
         );
+        let series = ArmSeries {
+            t: report.series.t,
+            queue: report.series.queue,
+            admit_fraction: report.series.admit_fraction,
+            concurrency: report.live.concurrency,
+            in_service: report.live.in_service,
+        };
         let result = ArmResult {
             label: arm.label.clone(),
             live,
             model,
-            interventions: report.filter.map(|f| (f.interventions, f.infeasible)),
+            interventions: report.filter.as_ref().map(|f| (f.interventions, f.infeasible)),
             lost: report.lost,
+            excursions: Excursion::all(&series.t, &series.queue, line),
+            filter: report.filter,
+            series,
         };
         progress(&result);
         out.push(result);
@@ -255,6 +322,23 @@ mod tests {
         let e = Arm::plan(&cfg(4, 2.0), 8, &[0]).unwrap_err();
         assert_eq!(e.to_string(), "fixed 0: expected 1 to 4 (the scenario's 4 executors and 8 connections)");
         assert_eq!(e.field(), Some("fixed"));
+    }
+
+    #[test]
+    fn excursions_are_the_stretches_above_the_line() {
+        let t = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let q = [10.0, 150.0, 170.0, 100.0, 140.0, 141.0, 145.0];
+        let e = Excursion::all(&t, &q, 140.0);
+        assert_eq!(
+            e,
+            [
+                Excursion { start: 1.0, end: 3.0, peak: 170.0 },
+                // At the line is not beyond it; one still open at the end ends with the run.
+                Excursion { start: 5.0, end: 6.0, peak: 145.0 },
+            ]
+        );
+        assert!(Excursion::all(&t, &[0.0; 7], 140.0).is_empty());
+        assert!(Excursion::all(&[], &[], 140.0).is_empty());
     }
 
     #[test]

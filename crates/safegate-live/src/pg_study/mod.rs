@@ -37,7 +37,7 @@ use crate::LiveError;
 mod arms;
 mod input;
 
-pub use arms::{arms, Arm, ArmFigures, ArmResult, ArmsOptions};
+pub use arms::{arms, Arm, ArmFigures, ArmResult, ArmSeries, ArmsOptions, Excursion};
 pub use input::{CurveOptions, InputError, MAX_CAPACITY, MAX_DURATION, MAX_LEVEL_SECS, MAX_PASSES};
 
 /// Client counts of the curve (those up to the pool's size, and the size itself).
