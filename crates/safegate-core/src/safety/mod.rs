@@ -164,6 +164,11 @@ impl<N: Policy> SafetyFilter<N> {
         })
     }
 
+    /// The pool's declared knee, when the cap is a second input and declares one.
+    fn knee(&self) -> Option<f64> {
+        self.cfg.concurrency.and_then(|ci| ci.knee)
+    }
+
     /// What the filter has done so far.
     pub fn stats(&self) -> &FilterStats {
         &self.stats
@@ -242,7 +247,7 @@ impl<N: Policy> SafetyFilter<N> {
                 let w = 1.0 - (-step / self.cfg.rate_tau).exp();
                 if crate::finite(obs.in_service) {
                     self.busy_avg += w * (obs.in_service.max(0.0) - self.busy_avg);
-                    if let Some(c) = self.cfg.concurrency.and_then(|ci| ci.knee) {
+                    if let Some(c) = self.knee() {
                         self.shape_avg += w * (config::shape(obs.in_service.max(0.0), c) - self.shape_avg);
                     }
                 }
@@ -271,7 +276,7 @@ impl<N: Policy> SafetyFilter<N> {
         self.last_done = obs.completed;
         if !crate::finite(self.busy_avg) && crate::finite(obs.in_service) {
             self.busy_avg = obs.in_service.max(0.0);
-            if let Some(c) = self.cfg.concurrency.and_then(|ci| ci.knee) {
+            if let Some(c) = self.knee() {
                 self.shape_avg = config::shape(obs.in_service.max(0.0), c);
             }
         }
@@ -282,13 +287,11 @@ impl<N: Policy> SafetyFilter<N> {
         // 0.15 s while `ŝ` still held the 820 jobs/s of the periods at a few busy; docs/math.md
         // §The concurrency cap). Below the knee a small busy count is a light load, not a
         // slow pool, and `ŝ` stands.
-        if let Some(ci) = self.cfg.concurrency {
-            if let Some(c) = ci.knee {
-                if obs.in_service > c && obs.in_service <= ci.executors as f64 {
-                    let busy = obs.in_service.round() as u32;
-                    if let Some(mu) = self.predict_service(busy, f64::INFINITY, s_hat, obs.health, &ci) {
-                        s_now = s_now.min(mu);
-                    }
+        if let (Some(ci), Some(c)) = (self.cfg.concurrency, self.knee()) {
+            if obs.in_service > c && obs.in_service <= ci.executors as f64 {
+                let busy = obs.in_service.round() as u32;
+                if let Some(mu) = self.predict_service(busy, f64::INFINITY, s_hat, obs.health, &ci) {
+                    s_now = s_now.min(mu);
                 }
             }
         }
