@@ -85,10 +85,14 @@ impl Peak {
         i < self.home && most.is_finite() && most < h - margin
     }
 
-    /// A probe that was not run because it could not win (`cannot_win_below`): lost.
-    fn skip_probe(&mut self, now: f64) {
+    /// A probe of the climb lost (run, or not run because it could not win:
+    /// `cannot_win_below`): the other side next, or the round is over.
+    fn lost(&mut self, now: f64) {
         self.up = !self.up;
         self.losses += 1;
+        // No point on the other side (the top, or a stall's hold above home): the round
+        // is over. Before, it probed the same side again, and a home of 3 under a held 4
+        // spent two trials of every round at 2 on PostgreSQL.
         if self.neighbour(self.up, 1).is_none() {
             self.losses = 2;
         }
@@ -119,7 +123,7 @@ impl Peak {
             self.neighbour(self.up, 1)
         });
         match probe {
-            Some(i) if i < self.home && self.cannot_win_below(i, now) => self.skip_probe(now),
+            Some(i) if i < self.home && self.cannot_win_below(i, now) => self.lost(now),
             Some(i) => self.go(i, c.trial_periods),
             None => self.go(self.home, c.hold_periods),
         }
@@ -228,22 +232,10 @@ impl Peak {
             self.slow_start = false;
             self.up = true;
             self.losses = 0;
-        } else {
-            self.up = !self.up;
-            self.losses += 1;
-            // No point on the other side (the top, or a stall's hold above home): the round
-            // is over. Before, it probed the same side again, and a home of 3 under a held 4
-            // spent two trials of every round at 2 on PostgreSQL.
-            if self.neighbour(self.up, 1).is_none() {
-                self.losses = 2;
-            }
+            self.stride = 1;
+            return self.next_probe(now);
         }
-        self.stride = 1;
-        if self.losses >= 2 {
-            self.end_round(now);
-        } else {
-            self.next_probe(now);
-        }
+        self.lost(now);
     }
 
     /// Both sides lost: hold at home until the next round.
